@@ -1,0 +1,1 @@
+"""focuscrawl's Scrapy commands (COMMANDS_MODULE, and the ``scrapy.commands`` entry points)."""

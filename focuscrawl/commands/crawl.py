@@ -1,0 +1,34 @@
+"""``scrapy crawl``, with the focused spider's arguments checked before the crawl starts, so a
+missing model or an empty seeds file is one clear line rather than a traceback."""
+
+from __future__ import annotations
+
+import sys
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+
+from focuscrawl.relevance import ModelError, TopicModel
+from focuscrawl.spiders.focused import SeedsError, read_seeds
+
+
+class Command(ScrapyCrawlCommand):
+    def run(self, args, opts):
+        if args and args[0] == "focused":
+            spargs = opts.spargs
+            model = spargs.get("model") or self.settings.get("FOCUS_MODEL")
+            try:
+                if not model:
+                    raise ModelError("no topic model: use -a model=models/NAME.joblib (see `scrapy train`)")
+                TopicModel.load(model)
+                read_seeds(spargs.get("seeds", ""))
+                if "threshold" in spargs:
+                    float(spargs["threshold"])
+            except (ModelError, SeedsError) as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                self.exitcode = 2
+                return
+            except ValueError:
+                print(f"error: threshold must be a number, not {spargs['threshold']!r}", file=sys.stderr)
+                self.exitcode = 2
+                return
+        super().run(args, opts)

@@ -1,0 +1,223 @@
+"""``scrapy evaluate WARC --labels --positive --seeds --model --budget``: how much better than
+breadth-first is the focused crawl, on a recorded web with known labels?
+
+It replays the WARC through a ReplayProxy, runs ``scrapy crawl focused`` through it as a
+separate process, then scores the server's log (the server's view is the truth: every request
+that reached it counts) against breadth-first, random and oracle crawls simulated on the same
+link graph with the same accounting (see ``focuscrawl.replay.metrics``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from focuscrawl.commandbase import CommandError, FocusCommand
+from focuscrawl.commands.replay import load_web, start_proxy
+from focuscrawl.replay.baselines import baseline_curves
+from focuscrawl.replay.linkgraph import LinkGraph, SamePage, load_aliases
+from focuscrawl.replay.metrics import (
+    Relevance, counted_requests, found_curve, load_labels, reachable_relevant, read_log,
+    report_points, score_curve,
+)
+
+CRAWLERS = ("focuscrawl", "bfs", "random", "oracle")
+TITLES = {"focuscrawl": "focuscrawl", "bfs": "BFS", "random": "random", "oracle": "oracle"}
+
+
+def evaluate_log(log: list[dict], graph: LinkGraph, relevance: Relevance, seeds: list[str],
+                 budget: int, random_runs: int = 10) -> dict:
+    """The report: the crawl's log (first ``budget`` counted requests) and the three baselines,
+    each with its found curve and harvest@N / recall@N at the report points."""
+    requests = counted_requests(log)[:budget]
+    curves = {"focuscrawl": found_curve(requests, relevance)}
+    curves.update(baseline_curves(graph, seeds, relevance, budget, random_runs=random_runs))
+    reach = len(reachable_relevant(graph, seeds, relevance))
+    points = report_points(budget)
+    crawlers = {}
+    for name in CRAWLERS:
+        crawlers[name] = score_curve(curves[name], reach, points)
+        crawlers[name]["curve"] = curves[name]
+    return {
+        "budget": budget, "seeds": seeds, "positive": sorted(relevance.positive),
+        "reachable_relevant": reach, "points": points, "random_runs": random_runs,
+        "crawlers": crawlers,
+    }
+
+
+def format_table(report: dict) -> str:
+    """One table: a row per N, harvest@N and recall@N for each crawler."""
+    head = (f"relevant = {', '.join(report['positive'])}; {report['reachable_relevant']} relevant pages "
+            f"reachable from the seeds; every request counts (404s and redirects too, robots.txt not)")
+    made = report["crawlers"]["focuscrawl"]["requests"]
+    lines = [head, f"focuscrawl made {made} counted request{'s' if made != 1 else ''} (budget {report['budget']})", ""]
+    cell = 18
+    lines.append(f"{'N':>6} | " + " | ".join(f"{TITLES[c]:^{cell}}" for c in CRAWLERS))
+    lines.append(f"{'':>6} | " + " | ".join(f"{'harvest':>8} {'recall':>9}" for _ in CRAWLERS))
+    lines.append("-" * 7 + "+" + "+".join("-" * (cell + 2) for _ in CRAWLERS))
+    for n in report["points"]:
+        cells = []
+        for name in CRAWLERS:
+            score = report["crawlers"][name]
+            cells.append(f"{score['harvest'][str(n)]:>8.3f} {score['recall'][str(n)]:>9.1%}")
+        lines.append(f"{n:>6} | " + " | ".join(cells))
+    return "\n".join(lines)
+
+
+def plot_curves(report: dict, path: str) -> None:
+    """Relevant pages found against requests made, one line per crawler, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    for name in CRAWLERS:
+        curve = report["crawlers"][name]["curve"]
+        ax.plot(range(1, len(curve) + 1), curve, label=TITLES[name])
+    ax.axhline(report["reachable_relevant"], color="grey", linestyle=":", linewidth=1,
+               label="reachable relevant")
+    ax.set_xlabel("requests (404s and redirects included)")
+    ax.set_ylabel(f"relevant pages found ({', '.join(report['positive'])})")
+    ax.set_xlim(0, report["budget"])
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="center right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def crawl_command(seeds: str, model: str, budget: int, store: str, settings: list[str]) -> list[str]:
+    """The ``scrapy crawl focused`` argv; the user's ``-s`` come last, so they win."""
+    argv = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"seeds={seeds}", "-a", f"model={model}",
+            "-s", f"FOCUS_BUDGET={budget}", "-s", "DOWNLOAD_DELAY=0", "-s", f"FOCUS_STORE={store}"]
+    for item in settings:
+        argv += ["-s", item]
+    return argv
+
+
+def crawl_env(proxy_url: str) -> dict:
+    env = dict(os.environ)
+    for name in ("no_proxy", "NO_PROXY", "HTTP_PROXY", "HTTPS_PROXY"):
+        env.pop(name, None)
+    env["http_proxy"] = env["https_proxy"] = proxy_url
+    env.setdefault("SCRAPY_SETTINGS_MODULE", "focuscrawl.settings")
+    return env
+
+
+def read_seed_urls(seeds: str) -> list[str]:
+    """The seed URLs as the spider reads them (a file, one URL a line, or URL[,URL])."""
+    from focuscrawl.spiders.focused import SeedsError, read_seeds
+
+    try:
+        return read_seeds(seeds)
+    except SeedsError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def parse_budget(value) -> int:
+    try:
+        budget = int(value)
+    except (TypeError, ValueError):
+        raise CommandError(f"--budget must be a whole number of requests, not {value!r}") from None
+    if budget <= 0:
+        raise CommandError(f"--budget must be at least 1, not {value!r}")
+    return budget
+
+
+class Command(FocusCommand):
+    requires_project = False
+    requires_crawler_process = False
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return ("WARC [WARC...] --labels FILE.tsv --positive LABEL[,LABEL] --seeds SEEDS --model MODEL "
+                "--budget N [--aliases FILE.tsv] [-o report.json] [--plot curve.png] [-s NAME=VALUE ...]")
+
+    def short_desc(self) -> str:
+        return "Crawl a recorded web and compare harvest and recall with BFS, random and an oracle"
+
+    def long_desc(self) -> str:
+        return (
+            "Replay the WARC files on 127.0.0.1, run `scrapy crawl focused` through the replay with a budget "
+            "of N requests (-s settings are passed on to it), and score the server's log: harvest@N "
+            "(relevant pages found per request) and recall@N (share of the relevant pages reachable from the "
+            "seeds), beside breadth-first, random (mean of 10 runs) and oracle crawls simulated on the same "
+            "link graph. Every request counts, 404s and redirects included; robots.txt does not."
+        )
+
+    def add_options(self, parser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--labels", metavar="FILE.tsv", help="url<TAB>label for the recorded pages")
+        parser.add_argument("--positive", metavar="LABEL[,LABEL]", help="the labels that count as relevant")
+        parser.add_argument("--seeds", metavar="SEEDS", help="a seeds file (one URL a line) or URL[,URL]")
+        parser.add_argument("--model", metavar="MODEL", help="the topic model for the crawl (see `scrapy train`)")
+        parser.add_argument("--budget", metavar="N", help="requests the crawl may make (robots.txt not counted)")
+        parser.add_argument("--aliases", metavar="FILE.tsv", help="url<TAB>same_as: URLs that are one page")
+        parser.add_argument("-o", "--output", metavar="FILE", help="write the report as JSON to FILE")
+        parser.add_argument("--plot", metavar="FILE.png", help="draw relevant pages found vs requests")
+        parser.add_argument("--random-runs", default="10", metavar="K", help=argparse.SUPPRESS)
+
+    def execute(self, args: list[str], opts) -> None:
+        for name in ("labels", "positive", "seeds", "model", "budget"):
+            if not getattr(opts, name):
+                raise CommandError(f"missing --{name} (see `scrapy evaluate -h`)")
+        budget = parse_budget(opts.budget)
+        random_runs = parse_budget(opts.random_runs)
+        positive = [p.strip() for p in opts.positive.split(",") if p.strip()]
+        if not os.path.isfile(opts.model):
+            raise CommandError(f"model file not found: {opts.model}")
+        try:
+            labels = load_labels(opts.labels)
+            aliases = load_aliases(opts.aliases) if opts.aliases else []
+        except FileNotFoundError as exc:
+            raise CommandError(str(exc)) from None
+        known = set(labels.values())
+        unknown = [p for p in positive if p not in known]
+        if not positive or unknown:
+            raise CommandError(f"--positive {opts.positive!r}: no such label in {opts.labels} "
+                               f"(labels there: {', '.join(sorted(known)) or 'none'})")
+        seeds = read_seed_urls(opts.seeds)
+        for path in (opts.output, opts.plot):
+            if path and not Path(path).resolve().parent.is_dir():
+                raise CommandError(f"cannot write {path}: no such directory")
+        web = load_web(args)
+        graph = LinkGraph.from_web(web)
+        relevance = Relevance(labels, positive, SamePage.for_graph(graph, aliases))
+
+        workdir = Path(tempfile.mkdtemp(prefix="focuscrawl-evaluate-"))
+        server_log = workdir / "server.jsonl"
+        crawl_log = workdir / "crawl.log"
+        proxy = start_proxy(web, log_path=str(server_log))
+        print(f"replaying {len(web)} responses at {proxy.url}; crawling with a budget of {budget} requests...",
+              flush=True)
+        argv = crawl_command(opts.seeds, opts.model, budget, str(workdir / "crawl.db"), opts.set)
+        try:
+            with crawl_log.open("w", encoding="utf-8") as out:
+                result = subprocess.run(argv, env=crawl_env(proxy.url), stdout=out, stderr=subprocess.STDOUT)
+        except KeyboardInterrupt:
+            raise CommandError(f"interrupted; the crawl's output is in {crawl_log}") from None
+        finally:
+            proxy.stop()
+        if result.returncode != 0:
+            tail = [ln for ln in crawl_log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()][-1:]
+            raise CommandError(f"the crawl failed (exit {result.returncode}): {tail[0] if tail else 'no output'}; "
+                               f"full output in {crawl_log}")
+        report = evaluate_log(read_log(server_log), graph, relevance, seeds, budget,
+                              random_runs=random_runs)
+        shutil.rmtree(workdir, ignore_errors=True)
+        print(format_table(report))
+        if opts.output:
+            Path(opts.output).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+            print(f"report written to {opts.output}")
+        if opts.plot:
+            plot_curves(report, opts.plot)
+            print(f"curves drawn in {opts.plot}")
+

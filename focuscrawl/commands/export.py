@@ -1,0 +1,132 @@
+"""``scrapy export``: write the crawl's relevant pages from the crawl store to a feed file.
+
+A crawl's ``-o`` feed holds only what that run found; the store holds every page ever fetched
+under a JOBDIR. Exporting from the store gives the whole harvest, re-filtered by score, in any
+format Scrapy's feed exports write, chosen by the output file's extension as ``-o`` does.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+from scrapy.utils.misc import load_object
+
+from focuscrawl.commandbase import CommandError, FocusCommand
+from focuscrawl.items import PageItem
+from focuscrawl.store import CrawlStore, StoreError, resolve_store_path
+
+#: With --all, these are added to the exported fields so relevant, irrelevant and duplicate rows
+#: can be told apart.
+ALL_EXTRA_FIELDS = ("status", "relevant", "duplicate_of", "duplicate_kind")
+
+
+class Command(FocusCommand):
+    requires_project = False
+    requires_crawler_process = False
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "-o FILE [--store PATH] [--min-score S] [--all]"
+
+    def short_desc(self) -> str:
+        return "Write the relevant pages in the crawl store to a feed file (.jsonl, .json, .csv, .xml)"
+
+    def long_desc(self) -> str:
+        return (
+            "Write the relevant, non-duplicate pages of the crawl store to FILE, in the format its "
+            "extension names (.jsonl/.jl JSON lines, .json, .csv, .xml), with the fields in "
+            "FEED_EXPORT_FIELDS. The store is found as the crawl finds it: --store, else "
+            "FOCUS_STORE, else JOBDIR/crawl.db, else ./crawl.db."
+        )
+
+    def add_options(self, parser) -> None:
+        super().add_options(parser)
+        parser.add_argument("-o", "--output", metavar="FILE", help="the file to write (its extension picks the format)")
+        parser.add_argument("--store", metavar="PATH", help="the crawl store (default: FOCUS_STORE, JOBDIR/crawl.db or ./crawl.db)")
+        parser.add_argument("--min-score", metavar="S", help="only pages scored at least S")
+        parser.add_argument(
+            "--all", action="store_true", help="every stored page, irrelevant and duplicates included"
+        )
+
+    def execute(self, args: list[str], opts) -> None:
+        if args:
+            raise CommandError(f"unexpected argument(s): {' '.join(args)} (the output file goes after -o)")
+        if not opts.output:
+            raise CommandError("no output file: use -o FILE (e.g. -o pages.jsonl)")
+        output = opts.output
+        exporter_cls = self._exporter_for(output)
+        min_score = self._parse_score(opts.min_score)
+        path = opts.store or resolve_store_path(self.settings)
+        if not os.path.exists(path):
+            raise CommandError(f"no crawl store at {path} (use --store PATH, or -s FOCUS_STORE=... / -s JOBDIR=...)")
+        fields = self._fields(opts.all)
+        try:
+            with CrawlStore(path, create=False) as store:
+                pages = store.iter_pages(min_score=min_score, relevant_only=not opts.all, unique_only=not opts.all)
+                written = self._write(output, exporter_cls, fields, pages)
+        except StoreError as exc:
+            raise CommandError(str(exc)) from None
+        print(f"wrote {written} page{'s' if written != 1 else ''} to {output}")
+
+    def _exporter_for(self, output: str):
+        formats = {name: cls for name, cls in self.settings.getwithbase("FEED_EXPORTERS").items() if cls}
+        fmt = Path(output).suffix.lstrip(".").lower()
+        if fmt not in formats:
+            known = ", ".join(f".{name}" for name in sorted(formats) if name != "jsonlines")
+            shown = f"'.{fmt}'" if fmt else "no extension"
+            raise CommandError(f"cannot tell the output format from {output} ({shown}); use one of {known}")
+        return load_object(formats[fmt])
+
+    @staticmethod
+    def _parse_score(raw: str | None) -> float | None:
+        if raw is None:
+            return None
+        try:
+            value = float(raw)
+        except ValueError:
+            value = math.nan
+        if math.isnan(value):
+            raise CommandError(f"--min-score must be a number, got {raw!r}")
+        return value
+
+    def _fields(self, include_all: bool) -> list[str] | dict[str, str]:
+        fields = self.settings.getdictorlist("FEED_EXPORT_FIELDS") or list(PageItem.EXPORT_FIELDS)
+        if include_all:
+            if isinstance(fields, dict):
+                fields = {**fields, **{f: f for f in ALL_EXTRA_FIELDS if f not in fields}}
+            else:
+                fields = list(fields) + [f for f in ALL_EXTRA_FIELDS if f not in fields]
+        return fields
+
+    def _write(self, output: str, exporter_cls, fields, pages) -> int:
+        """Export into a temporary file beside ``output`` and move it into place, so a failed
+        export never leaves a truncated file where a good one was."""
+        target = Path(output)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CommandError(f"cannot create the directory for {output}: {exc.strerror or exc}") from None
+        partial = target.with_name(target.name + ".part")
+        written = 0
+        try:
+            with open(partial, "wb") as fh:
+                exporter = exporter_cls(
+                    fh,
+                    fields_to_export=fields,
+                    encoding=self.settings.get("FEED_EXPORT_ENCODING") or "utf-8",
+                    indent=self.settings.getint("FEED_EXPORT_INDENT", 0),
+                )
+                exporter.start_exporting()
+                for page in pages:
+                    exporter.export_item(page)
+                    written += 1
+                exporter.finish_exporting()
+            os.replace(partial, target)
+        except OSError as exc:
+            raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
+        finally:
+            if partial.exists():
+                partial.unlink()
+        return written

@@ -1,0 +1,103 @@
+"""``scrapy train``: labelled pages in, a topic model (joblib) out, with its cross-validated quality."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from focuscrawl.commandbase import CommandError, FocusCommand
+
+
+class Command(FocusCommand):
+    requires_project = False
+    requires_crawler_process = False  # no crawl: do not start a reactor
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "EXAMPLES... --positive LABEL[,LABEL] -o models/NAME.joblib [options]"
+
+    def short_desc(self) -> str:
+        return "Train the topic model that scores pages, from labelled examples"
+
+    def long_desc(self) -> str:
+        return (
+            "Train the topic model that scores pages. EXAMPLES are WARC files (labels from "
+            "--labels FILE.tsv with url and label columns), JSON-lines files, folders with one "
+            "sub-folder per label, or a focuscrawl crawl store. Prints examples per class and "
+            "cross-validated precision, recall and F1."
+        )
+
+    def add_options(self, parser) -> None:
+        super().add_options(parser)
+        group = parser.add_argument_group(title="Training")
+        group.add_argument("--positive", metavar="LABEL[,LABEL]",
+                           help="label(s) that are on topic; every other label is off topic")
+        group.add_argument("-o", "--output", metavar="FILE",
+                           help="where to write the model, e.g. models/course.joblib")
+        group.add_argument("--labels", metavar="FILE.tsv",
+                           help="labels for WARC and crawl-store inputs (columns url, label)")
+        group.add_argument("--include-host", metavar="REGEX",
+                           help="use only pages whose host matches REGEX")
+        group.add_argument("--exclude-host", metavar="REGEX",
+                           help="leave out pages whose host matches REGEX")
+        # Parsed here, not by argparse, so a bad value is one clear error line.
+        group.add_argument("--cv-folds", metavar="N", default="5",
+                           help="cross-validation folds (default 5; 0 skips cross-validation)")
+
+    def execute(self, args: list[str], opts) -> None:
+        if not args:
+            raise CommandError(f"no examples given: scrapy train {self.syntax()}")
+        if not opts.positive:
+            raise CommandError("no positive label: add --positive LABEL[,LABEL]")
+        if not opts.output:
+            raise CommandError("no output path: add -o models/NAME.joblib")
+        positive = [p.strip() for p in opts.positive.split(",") if p.strip()]
+        if not positive:
+            raise CommandError("no positive label: add --positive LABEL[,LABEL]")
+        folds = _folds(opts.cv_folds)
+        # Imported here: Scrapy loads every command module at start-up, and scikit-learn is slow
+        # to import; other commands should not pay for it.
+        from focuscrawl.relevance import ExamplesError, TrainingError, load_examples, train_topic_model
+
+        output = Path(opts.output)
+        if output.is_dir():
+            raise CommandError(f"-o {output} is a folder; give a file name such as {output}/model.joblib")
+
+        try:
+            examples = load_examples(
+                args, labels_path=opts.labels,
+                include_host=opts.include_host, exclude_host=opts.exclude_host,
+            )
+            model, report = train_topic_model(examples, positive, cv_folds=folds)
+        except (ExamplesError, TrainingError) as exc:
+            raise CommandError(str(exc)) from None
+
+        print(f"examples: {len(examples)} from {len(args)} input(s)")
+        for reason, count in sorted(examples.skipped.items()):
+            print(f"  skipped ({reason}): {count}")
+        for label, count in report["examples_per_class"].items():
+            mark = "  (positive)" if label in positive else ""
+            print(f"  {label:<20} {count:>7}{mark}")
+        print(f"positive: {report['n_positive']}  negative: {report['n_negative']}")
+        cv = report["cv"]
+        if cv:
+            print(
+                f"cross-validated ({cv['folds']} folds): precision {cv['precision']:.3f}  "
+                f"recall {cv['recall']:.3f}  F1 {cv['f1']:.3f}"
+            )
+        else:
+            print("cross-validation skipped (0 folds asked, or a class has a single example)")
+        try:
+            model.save(output)
+        except OSError as exc:
+            raise CommandError(f"cannot write model to {output}: {exc.strerror or exc}") from None
+        print(f"model written to {output}")
+
+
+def _folds(value: str) -> int:
+    try:
+        folds = int(value)
+    except (TypeError, ValueError):
+        raise CommandError(f"--cv-folds must be a whole number, not {value!r}") from None
+    if folds < 0 or folds == 1:
+        raise CommandError(f"--cv-folds must be 0 (no cross-validation) or at least 2, not {folds}")
+    return folds

@@ -1,0 +1,143 @@
+"""Content fingerprints: an exact hash of the main text and MinHash LSH for near-duplicates.
+
+Pages that differ only in a date line, a counter or a boilerplate edit are the same content to a
+reader, so they should not be exported twice. The exact hash catches byte-for-byte copies (after
+case and whitespace normalisation) cheaply; MinHash over word shingles catches the rest.
+
+Both indexes keep everything in memory (one MinHash of ``num_perm`` integers per unique page, plus
+the LSH buckets). That is fine for crawls of a few hundred thousand pages; bounding it (a
+disk-backed LSH storage, or forgetting old pages) is a later concern.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from datasketch import MinHash, MinHashLSH
+
+#: How likely a pair exactly at the threshold must be to share an LSH bucket. Candidates are
+#: verified against the threshold afterwards, so extra candidates cost little and missed ones
+#: cost a duplicate: the bands favour recall.
+CANDIDATE_RECALL = 0.99
+
+
+def normalise_text(text: str) -> str:
+    """Case-folded text with every run of whitespace collapsed to one space."""
+    return " ".join(text.casefold().split())
+
+
+def content_hash(text: str) -> str:
+    """The exact-duplicate key of a page: sha1 hex of its normalised main text."""
+    return hashlib.sha1(normalise_text(text).encode("utf-8")).hexdigest()
+
+
+def word_shingles(text: str, size: int) -> set[str]:
+    """The set of ``size``-word windows of the normalised text (empty when it is shorter)."""
+    words = normalise_text(text).split()
+    return {" ".join(words[i : i + size]) for i in range(len(words) - size + 1)}
+
+
+def band_params(threshold: float, num_perm: int, recall: float = CANDIDATE_RECALL) -> tuple[int, int]:
+    """LSH (bands, rows) with the most rows per band that still make a pair at ``threshold``
+    a candidate with probability >= ``recall``: few false candidates, almost no missed ones."""
+    for rows in range(num_perm, 0, -1):
+        bands = num_perm // rows
+        if 1 - (1 - threshold**rows) ** bands >= recall:
+            return bands, rows
+    return num_perm, 1
+
+
+class ExactDuplicateIndex:
+    """content hash -> the key (URL) that first had it."""
+
+    def __init__(self) -> None:
+        self._first: dict[str, str] = {}
+
+    def find_or_add(self, key: str, digest: str) -> str | None:
+        """The key of an earlier page with this hash, or None after remembering this one.
+
+        A key is never a duplicate of itself, so re-fetching a page is not a duplicate."""
+        first = self._first.setdefault(digest, key)
+        return None if first == key else first
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    def __contains__(self, digest: str) -> bool:
+        return digest in self._first
+
+
+class NearDuplicateIndex:
+    """Near-duplicate detection with MinHash over word shingles and an LSH index (datasketch).
+
+    ``find_or_add(key, text)`` returns the key of an earlier page whose estimated Jaccard
+    similarity is at least ``threshold`` (the LSH bucket hit alone is not enough), or adds the
+    text and returns None. Texts with fewer words than ``shingle_size`` have no shingles; they
+    fall back to exact matching of the normalised text. Duplicates are not added, so every match
+    points at an original page.
+    """
+
+    def __init__(self, threshold: float = 0.9, num_perm: int = 128, shingle_size: int = 5) -> None:
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"near-duplicate threshold must be in (0, 1], got {threshold!r}")
+        if num_perm < 16:
+            raise ValueError(f"MinHash permutations must be at least 16, got {num_perm!r}")
+        if shingle_size < 1:
+            raise ValueError(f"shingle size must be at least 1 word, got {shingle_size!r}")
+        self.threshold = threshold
+        self.num_perm = num_perm
+        self.shingle_size = shingle_size
+        self._lsh = MinHashLSH(num_perm=num_perm, params=band_params(threshold, num_perm))
+        self._minhashes: dict[str, MinHash] = {}
+        self._order: dict[str, int] = {}  # key -> insertion number, to prefer the earliest match
+        self._short = ExactDuplicateIndex()
+
+    def __len__(self) -> int:
+        return len(self._minhashes) + len(self._short)
+
+    def minhash(self, shingles: set[str]) -> MinHash:
+        m = MinHash(num_perm=self.num_perm)
+        m.update_batch([s.encode("utf-8") for s in shingles])
+        return m
+
+    def find_or_add(self, key: str, text: str) -> str | None:
+        shingles = word_shingles(text, self.shingle_size)
+        if not shingles:
+            return self._short.find_or_add(key, content_hash(text))
+        m = self.minhash(shingles)
+        best: tuple[float, int, str] | None = None
+        for candidate in self._lsh.query(m):
+            if candidate == key:
+                continue
+            similarity = m.jaccard(self._minhashes[candidate])
+            if similarity >= self.threshold:
+                rank = (-similarity, self._order[candidate], candidate)
+                best = rank if best is None or rank < best else best
+        if best is not None:
+            return best[2]
+        if key in self._minhashes:  # a re-fetch with changed content replaces the old signature
+            self._lsh.remove(key)
+        else:
+            self._order[key] = len(self._order)
+        self._lsh.insert(key, m)
+        self._minhashes[key] = m
+        return None
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    """Exact Jaccard similarity of two sets (1.0 for two empty sets); for tests and tuning."""
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+__all__ = [
+    "CANDIDATE_RECALL",
+    "ExactDuplicateIndex",
+    "NearDuplicateIndex",
+    "band_params",
+    "content_hash",
+    "jaccard",
+    "normalise_text",
+    "word_shingles",
+]

@@ -1,0 +1,39 @@
+"""The record of one fetched page, as it flows from the spider through the pipelines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PageItem:
+    """Every fetched page becomes one PageItem: relevant or not, HTML or not.
+
+    The store keeps all of them (to inspect a crawl and retrain from it); only relevant,
+    non-duplicate ones reach the feed export.
+    """
+
+    url: str  # the URL that was requested first (before redirects)
+    final_url: str  # the URL of the response that was scored
+    status: int
+    content_type: str = ""
+    title: str = ""
+    text: str = ""  # main content, boilerplate removed
+    score: float | None = None  # relevance probability; None when not scored (non-HTML, errors)
+    relevant: bool = False
+    fetched_at: str = ""  # ISO 8601, UTC
+    depth: int = 0
+    referrer: str | None = None
+    content_hash: str = ""  # sha1 of the normalised main text (exact-duplicate key)
+    outlinks: int = 0
+    elapsed: float = 0.0  # seconds, download latency
+    length: int = 0  # body bytes
+    encoding: str = ""
+    duplicate_of: str | None = None  # set by the dedup pipeline: the URL this page duplicates
+    duplicate_kind: str | None = None  # "exact" or "near"
+    extra: dict = field(default_factory=dict)
+
+    #: fields written to the feed export for relevant pages
+    EXPORT_FIELDS = (
+        "url", "final_url", "title", "score", "text", "fetched_at", "depth", "referrer", "content_hash",
+    )

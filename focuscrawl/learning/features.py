@@ -1,0 +1,68 @@
+"""Features of a link, fixed when the link is found: what its anchor, its surrounding text and its
+URL say, how relevant the page holding it was, and how far it is from the last relevant page.
+
+Features are (name, value) pairs; the learner hashes the names. Dynamic evidence (host and
+path-prefix yield so far) is added at scoring time by the learner, so it stays current.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from focuscrawl.urls import extension, host_key, url_tokens
+
+WORD = re.compile(r"[^\W\d_]{2,30}", re.UNICODE)
+STOPWORDS = frozenset(
+    "the and for with from this that are was were you your our their has have had not but all any can "
+    "will into more about here home page www http https html htm index php asp jsp cgi bin com org net edu "
+    "of to in on at by or an be is it as de la le et".split()
+)
+
+
+def words(text: str, limit: int) -> list[str]:
+    out, seen = [], set()
+    for w in WORD.findall(text.lower()):
+        if w in STOPWORDS or w in seen:
+            continue
+        seen.add(w)
+        out.append(w)
+        if len(out) >= limit:
+            break
+    return out
+
+
+@dataclass(frozen=True)
+class LinkContext:
+    """Everything known about a link when it is found."""
+
+    url: str
+    anchor: str = ""
+    context: str = ""
+    parent_url: str | None = None
+    parent_score: float | None = None  # None for seeds
+    depth: int = 0
+    hops_since_relevant: int = 0  # 0: the parent page was relevant (or this is a seed)
+
+
+def link_features(link: LinkContext) -> tuple[tuple[str, float], ...]:
+    feats: list[tuple[str, float]] = [("bias", 1.0)]
+    for w in words(link.anchor, 12):
+        feats.append(("a:" + w, 1.0))
+    for w in words(link.context, 16):
+        feats.append(("c:" + w, 0.5))
+    for w in dict.fromkeys(url_tokens(link.url)):
+        if len(w) > 1 and w not in STOPWORDS:
+            feats.append(("u:" + w, 1.0))
+    ext = extension(link.url)
+    feats.append(("ext:" + (ext or "none"), 1.0))
+    if link.parent_score is None:
+        feats.append(("seed", 1.0))
+    else:
+        feats.append(("parent_score", float(link.parent_score)))
+        feats.append(("ps:%d" % min(9, int(link.parent_score * 10)), 1.0))
+        same_host = link.parent_url is not None and host_key(link.parent_url) == host_key(link.url)
+        feats.append(("same_host" if same_host else "cross_host", 1.0))
+    feats.append(("hops:%d" % min(link.hops_since_relevant, 5), 1.0))
+    feats.append(("depth:%d" % min(link.depth, 10), 1.0))
+    return tuple(feats)

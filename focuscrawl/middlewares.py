@@ -1,0 +1,105 @@
+"""Downloader middlewares.
+
+CrawlLogMiddleware writes the request log (``FOCUS_CRAWL_LOG``): one JSON line for every request
+that reached the network and for every request a rule refused, so that a webmaster's question
+("what did your crawler do on my site, and why?") always has an answer, and so that unproductive
+paths, traps and useless types can be found afterwards. It sits nearest the downloader, so it
+sees raw responses (redirects before they are followed).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+from focuscrawl import signals as focus_signals
+
+logger = logging.getLogger(__name__)
+
+
+class CrawlLogMiddleware:
+    def __init__(self, path: str, stats):
+        self.path = path
+        self.stats = stats
+        self._handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed on spider_closed
+        self._waiting_for_score: dict[int, dict] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        path = crawler.settings.get("FOCUS_CRAWL_LOG")
+        if not path:
+            raise NotConfigured("FOCUS_CRAWL_LOG not set")
+        try:
+            mw = cls(path, crawler.stats)
+        except OSError as exc:
+            raise NotConfigured(f"cannot open the request log {path!r}: {exc.strerror}") from exc
+        crawler.signals.connect(mw._on_page_scored, signal=focus_signals.page_scored)
+        crawler.signals.connect(mw._on_refused, signal=focus_signals.request_refused)
+        crawler.signals.connect(mw._on_robots, signal=focus_signals.robots_fetched)
+        crawler.signals.connect(mw._on_closed, signal=signals.spider_closed)
+        return mw
+
+    def _write(self, record: dict) -> None:
+        self._handle.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+
+    @staticmethod
+    def _base(request) -> dict:
+        meta = request.meta
+        return {
+            "time": round(time.time(), 3),
+            "url": request.url,
+            "method": request.method,
+            "priority": meta.get("focus_priority"),
+            "why": meta.get("focus_explain"),
+            "depth": meta.get("depth"),
+            "robots_for": meta.get("focus_robots_for"),
+        }
+
+    def process_response(self, request, response, spider=None):
+        record = self._base(request)
+        location = response.headers.get(b"Location")
+        content_type = response.headers.get(b"Content-Type", b"").decode("latin-1")
+        record.update(
+            status=response.status,
+            content_type=content_type,
+            length=len(response.body),
+            elapsed=round(float(request.meta.get("download_latency") or 0.0), 4),
+            redirect=location.decode("latin-1") if location else None,
+            score=None,
+        )
+        if response.status == 200 and "html" in content_type.lower() and not record["robots_for"]:
+            self._waiting_for_score[id(request)] = record  # written once the spider has scored it
+        else:
+            self._write(record)
+        return response
+
+    def process_exception(self, request, exception, spider=None):
+        record = self._base(request)
+        record.update(status=None, error=f"{type(exception).__name__}: {exception}"[:300])
+        self._write(record)
+
+    def _on_page_scored(self, request, response, page, links=None, spider=None):
+        record = self._waiting_for_score.pop(id(request), None)
+        if record is not None:
+            record["score"] = None if page.score is None else round(page.score, 4)
+            record["outlinks"] = page.outlinks
+            self._write(record)
+
+    def _on_refused(self, request, reason, spider=None):
+        record = self._base(request)
+        record.update(status=None, dropped=reason)
+        self._write(record)
+
+    def _on_robots(self, host, rules, response, spider=None):
+        self._write({"time": round(time.time(), 3), "event": "robots", "host": host, "status": rules.status,
+                     "state": rules.state.value, "robots_txt": rules.text[:65536]})
+
+    def _on_closed(self, spider, reason=None):
+        for record in self._waiting_for_score.values():
+            self._write(record)
+        self._waiting_for_score.clear()
+        self._handle.close()

@@ -1,0 +1,282 @@
+"""HTML to a title, a main text with boilerplate removed, links with their words, meta robots.
+
+One lxml parse and one iterative walk (no recursion, so deep broken nesting cannot overflow).
+Links come from the whole page, navigation included; the main text leaves out what is
+navigation, page furniture or a block made almost only of links, so the topic model sees what
+the page is about. Broken HTML, garbage bytes and empty bodies give a (possibly empty)
+ParsedPage, never an exception.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+import lxml.etree
+import lxml.html
+from w3lib.html import strip_html5_whitespace
+
+from focuscrawl import BOT_NAME
+from focuscrawl.parsing.charset import decode_body
+
+#: Text work stops here: a page past a few MB is not worth more CPU than this.
+MAX_BODY_BYTES = 2 * 1024 * 1024
+#: Words of context kept on each side of a link.
+CONTEXT_WORDS = 10
+
+#: Elements whose text is never page text (code, styling, widgets, fallbacks).
+NO_TEXT_TAGS = frozenset({
+    "script", "style", "noscript", "template", "svg", "math", "select", "option", "button",
+    "textarea", "iframe", "object", "embed", "canvas", "head", "title", "map",
+})
+#: Page furniture: dropped from the main text unless it holds most of the page.
+FURNITURE_TAGS = frozenset({"nav", "header", "footer", "aside", "form", "menu"})
+#: class/id words that name furniture.
+FURNITURE_WORDS = frozenset({
+    "nav", "navbar", "navigation", "menu", "menubar", "submenu", "footer", "header", "masthead",
+    "sidebar", "breadcrumb", "breadcrumbs", "cookie", "cookies", "banner", "social", "share",
+    "sharing", "advert", "advertisement", "ads", "sponsor", "sponsored", "skip", "toolbar",
+})
+#: Blocks that may be judged on their link density.
+BLOCK_TAGS = frozenset({
+    "div", "ul", "ol", "dl", "table", "tr", "td", "th", "p", "section", "center", "li",
+    "blockquote", "dd", "dt",
+})
+#: A block is link furniture when it has this many links (one link is judged with its parent)...
+MIN_MENU_LINKS = 3
+#: ...links make at least this share of its words...
+LINK_DENSITY = 0.75
+#: ...and its links are short (menu items, not sentences).
+MAX_WORDS_PER_LINK = 4
+#: Furniture holding more than this share of the page's words stays (a page inside one <form>).
+MAX_FURNITURE_SHARE = 0.5
+
+_WA_MARKER = re.compile(rb"<!WA\d*>", re.IGNORECASE)
+_FLATTEN = re.compile(
+    rb"</?(?!(?:a|area|base|meta|title|head|body|html|script|style|noscript|frame|iframe|img)\b)"
+    rb"[a-zA-Z][^>]*>"
+)
+_SPLIT = re.compile(r"[^a-z0-9]+")
+
+
+@dataclass
+class Link:
+    url: str  # absolute, fragment removed, not canonicalised
+    anchor: str = ""
+    context: str = ""  # up to CONTEXT_WORDS words before and after the anchor (anchor excluded)
+    nofollow: bool = False  # rel="nofollow" on this link (the page-level flag is on ParsedPage)
+
+
+@dataclass
+class ParsedPage:
+    title: str = ""
+    text: str = ""
+    links: list[Link] = field(default_factory=list)
+    encoding: str = ""
+    noindex: bool = False
+    nofollow: bool = False
+    base_url: str = ""
+
+
+def parse_html(
+    body: bytes, url: str, declared_encoding: str | None = None, content_type: str | None = None
+) -> ParsedPage:
+    """Parse an HTML body fetched from ``url``; never raises on bad input."""
+    body = bytes(body or b"")[:MAX_BODY_BYTES]
+    text, encoding = decode_body(body, declared_encoding, content_type)
+    page = ParsedPage(encoding=encoding, base_url=url)
+    root = _parse(text)
+    if root is None:
+        return page
+    page.base_url = _base_url(root, url)
+    page.noindex, page.nofollow = _meta_robots(root)
+    page.title = _title(root)
+    page.text, page.links = _walk(root, page.base_url)
+    return page
+
+
+def _parse(text: str):
+    """The lxml document root, or None when there is nothing to parse."""
+    data = _WA_MARKER.sub(b"", text.replace("\x00", " ").encode("utf-8", "replace"))
+    if not data.strip():
+        return None
+    parser = lxml.html.HTMLParser(
+        encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True, huge_tree=True
+    )
+    try:
+        root = lxml.html.document_fromstring(data, parser=parser)
+        if any(e.type_name == "ERR_RESOURCE_LIMIT" for e in parser.error_log):
+            # libxml2 stops at 2048 nested elements and drops the rest of the page: keep the
+            # words and links by parsing again without the structure that nests.
+            root = lxml.html.document_fromstring(_FLATTEN.sub(b" ", data), parser=parser)
+        return root
+    except (lxml.etree.ParserError, ValueError, TypeError):
+        return None
+
+
+def _words(text: str | None) -> list[str]:
+    return text.split() if text else []
+
+
+def _base_url(root, url: str) -> str:
+    for base in root.iter("base"):
+        href = strip_html5_whitespace(base.get("href") or "")
+        if href:
+            absolute = _absolute(url, href)
+            if absolute:
+                return absolute
+    return url
+
+
+def _meta_robots(root) -> tuple[bool, bool]:
+    noindex = nofollow = False
+    for meta in root.iter("meta"):
+        if (meta.get("name") or "").strip().lower() not in ("robots", BOT_NAME):
+            continue
+        tokens = {t.strip() for t in (meta.get("content") or "").lower().split(",")}
+        noindex |= bool(tokens & {"noindex", "none"})
+        nofollow |= bool(tokens & {"nofollow", "none"})
+    return noindex, nofollow
+
+
+def _title(root) -> str:
+    title = root.find("head/title")
+    if title is None:
+        title = next((t for t in root.iter("title") if _in_svg(t) is False), None)
+    return " ".join(_words(title.text_content())) if title is not None else ""
+
+
+def _in_svg(el) -> bool:
+    return any(a.tag == "svg" for a in el.iterancestors())
+
+
+def _absolute(base: str, href: str) -> str | None:
+    """``href`` resolved against ``base``, fragment removed; None for non-HTTP(S) or bad URLs."""
+    try:
+        absolute = urldefrag(urljoin(base, href))[0]
+        parts = urlsplit(absolute)
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return absolute
+
+
+def _furniture_by_name(el) -> bool:
+    names = f"{el.get('class') or ''} {el.get('id') or ''} {el.get('role') or ''}".lower()
+    return bool(names.strip()) and bool(FURNITURE_WORDS.intersection(_SPLIT.split(names)))
+
+
+def _word_counts(root) -> dict:
+    """Per element: (visible words, words inside links, links) of its whole subtree."""
+    counts: dict = {}
+    for _, el in lxml.etree.iterwalk(root, events=("end",)):
+        if not isinstance(el.tag, str) or el.tag in NO_TEXT_TAGS:
+            counts[el] = (0, 0, 0)
+            continue
+        words, link_words, links = len(_words(el.text)), 0, 0
+        for child in el:
+            w, lw, n = counts.get(child, (0, 0, 0))
+            words += w + len(_words(child.tail))
+            link_words += lw
+            links += n
+        if el.tag == "a":
+            link_words, links = words, links + 1
+        counts[el] = (words, link_words, links)
+    return counts
+
+
+def _boilerplate(root) -> set:
+    """Elements to leave out of the main text: page furniture and link-dense menu blocks."""
+    counts = _word_counts(root)
+    total = counts.get(root, (0, 0, 0))[0]
+    dropped = set()
+    for el, (words, link_words, links) in counts.items():
+        if not words or words > MAX_FURNITURE_SHARE * total:
+            continue
+        if el.tag in FURNITURE_TAGS or _furniture_by_name(el):
+            dropped.add(el)
+        elif (
+            el.tag in BLOCK_TAGS
+            and links >= MIN_MENU_LINKS
+            and link_words >= LINK_DENSITY * words
+            and link_words <= MAX_WORDS_PER_LINK * links
+        ):
+            dropped.add(el)
+    return dropped
+
+
+def _walk(root, base_url: str) -> tuple[str, list[Link]]:
+    """One pass: the main text (boilerplate left out) and every link with its words."""
+    dropped = _boilerplate(root)
+    all_words: list[str] = []  # every visible word, for link context
+    main_words: list[str] = []  # the main text
+    links: list[tuple[Link, int, int]] = []  # link, first and last word index of its anchor
+    seen: set[str] = set()
+    hidden = 0  # depth inside NO_TEXT_TAGS
+    skipped = 0  # depth inside boilerplate
+    open_links: list[tuple[Link, int] | None] = []
+
+    def add(text: str | None) -> None:
+        words = _words(text)
+        if words and not hidden:
+            all_words.extend(words)
+            if not skipped:
+                main_words.extend(words)
+
+    def start_link(el, attr: str) -> tuple[Link, int] | None:
+        href = strip_html5_whitespace(el.get(attr) or "")
+        url = _absolute(base_url, href) if href else None
+        if not url or url in seen:
+            return None
+        seen.add(url)
+        rel = (el.get("rel") or "").lower().split()
+        link = Link(url=url, nofollow="nofollow" in rel)
+        if el.tag == "area":
+            link.anchor = " ".join(_words(el.get("alt")))
+        elif el.tag in ("frame", "iframe"):
+            link.anchor = " ".join(_words(el.get("title") or el.get("name")))
+        return link, len(all_words)
+
+    for event, el in lxml.etree.iterwalk(root, events=("start", "end")):
+        tag = el.tag if isinstance(el.tag, str) else ""
+        if event == "start":
+            if el in dropped:
+                skipped += 1
+            if tag in NO_TEXT_TAGS:
+                hidden += 1
+            if tag in ("a", "area"):
+                open_links.append(start_link(el, "href"))
+            elif tag in ("frame", "iframe"):
+                open_links.append(start_link(el, "src"))
+            add(el.text)
+        else:
+            if tag in ("a", "area", "frame", "iframe") and open_links:
+                opened = open_links.pop()
+                if opened is not None:
+                    link, first = opened
+                    if tag == "a":
+                        link.anchor = " ".join(all_words[first:]) or _img_alt(el)
+                    links.append((link, first, len(all_words)))
+            if tag in NO_TEXT_TAGS:
+                hidden -= 1
+            if el in dropped:
+                skipped -= 1
+            add(el.tail)
+
+    out = []
+    for link, first, last in links:
+        before = all_words[max(0, first - CONTEXT_WORDS):first]
+        after = all_words[last:last + CONTEXT_WORDS]
+        link.context = " ".join(before + after)
+        out.append(link)
+    return " ".join(main_words), out
+
+
+def _img_alt(el) -> str:
+    for img in el.iter("img"):
+        alt = " ".join(_words(img.get("alt")))
+        if alt:
+            return alt
+    return ""

@@ -1,0 +1,348 @@
+"""Labelled training pages from the places people keep them.
+
+Formats, told apart by content (not only by name):
+
+- WARC (``.warc``, ``.warc.gz``): ``response`` records with status 200 and HTML; labels from a
+  TSV (``url`` and ``label`` columns) matched on the record's URL.
+- JSON lines: one ``{"url"?, "html" | "text", "label", "title"?}`` per line (a line without a
+  label takes it from the labels TSV by URL, when given).
+- A folder with one sub-folder per label holding ``.html``/``.htm``/``.txt`` files.
+- A focuscrawl crawl store (SQLite), labels from the TSV matched on url or final_url.
+
+Unlabelled and unreadable pages are skipped and counted (``ExampleList.skipped``), so a caller
+can say what was left out; inputs that cannot give any example raise ExamplesError.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from w3lib.url import canonicalize_url
+
+from focuscrawl.parsing import decode_body, parse_html
+
+logger = logging.getLogger(__name__)
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+GZIP_MAGIC = b"\x1f\x8b"
+FOLDER_SUFFIXES = (".html", ".htm", ".txt")
+
+
+class ExamplesError(Exception):
+    """Training examples cannot be read: a one-line message the user can act on."""
+
+
+@dataclass
+class Example:
+    url: str
+    title: str
+    text: str
+    label: str
+
+
+class ExampleList(list):
+    """A list of Example that also says what was skipped and why (reason -> count)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.skipped: Counter = Counter()
+
+    def per_label(self) -> dict[str, int]:
+        return dict(sorted(Counter(e.label for e in self).items()))
+
+
+def load_examples(
+    paths,
+    labels_path=None,
+    include_host: str | None = None,
+    exclude_host: str | None = None,
+) -> ExampleList:
+    """Read every path (any supported format) into one ExampleList, deduplicated by URL."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    include = _regex(include_host, "include-host")
+    exclude = _regex(exclude_host, "exclude-host")
+    labels = read_labels(labels_path) if labels_path else None
+    out = ExampleList()
+    seen: set[str] = set()
+    for path in map(Path, paths):
+        for example in _read_any(path, labels, labels_path, out.skipped):
+            host = (urlsplit(example.url).hostname or "") if example.url else ""
+            if (include and not include.search(host)) or (exclude and exclude.search(host)):
+                out.skipped["host filtered"] += 1
+                continue
+            if example.url and example.url in seen:
+                out.skipped["duplicate url"] += 1
+                continue
+            if example.url:
+                seen.add(example.url)
+            out.append(example)
+    return out
+
+
+def _regex(pattern: str | None, name: str):
+    if not pattern:
+        return None
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise ExamplesError(f"--{name} {pattern!r} is not a valid regular expression: {exc}") from None
+
+
+class Labels:
+    """url -> label from a TSV, looked up exactly, then by canonical URL."""
+
+    def __init__(self, mapping: dict[str, str]):
+        self.exact = mapping
+        self.canonical = {_canonical(u): label for u, label in mapping.items()}
+
+    def get(self, *urls: str | None) -> str | None:
+        for url in urls:
+            if url and url in self.exact:
+                return self.exact[url]
+        for url in urls:
+            if url:
+                label = self.canonical.get(_canonical(url))
+                if label:
+                    return label
+        return None
+
+    def __len__(self) -> int:
+        return len(self.exact)
+
+
+def _canonical(url: str) -> str:
+    try:
+        return canonicalize_url(url)
+    except Exception:
+        return url
+
+
+def read_labels(path) -> Labels:
+    """A labels TSV: header row with ``url`` and ``label`` columns; other columns ignored."""
+    path = Path(path)
+    if not path.is_file():
+        raise ExamplesError(f"labels file not found: {path}")
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            reader = csv.DictReader(fh, delimiter="\t")
+            columns = [c.strip().lower() for c in (reader.fieldnames or [])]
+            if "url" not in columns or "label" not in columns:
+                found = ", ".join(repr(c) for c in columns) or "nothing"
+                raise ExamplesError(
+                    f"labels file {path} needs a tab-separated header row with 'url' and 'label' "
+                    f"columns (found {found})"
+                )
+            reader.fieldnames = columns
+            mapping = {}
+            for row in reader:
+                url, label = (row.get("url") or "").strip(), (row.get("label") or "").strip()
+                if url and label:
+                    mapping[url] = label
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ExamplesError(f"cannot read labels file {path}: {exc}") from None
+    return Labels(mapping)
+
+
+def _read_any(path: Path, labels, labels_path, skipped: Counter):
+    if not path.exists():
+        raise ExamplesError(f"no such file or folder: {path}")
+    if path.is_dir():
+        return _read_folder(path, skipped)
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(64)
+    except OSError as exc:
+        raise ExamplesError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if head.startswith(SQLITE_MAGIC):
+        return _read_store(path, _need_labels(labels, path, "a crawl store"), labels_path, skipped)
+    if _is_warc(path, head):
+        return _read_warc(path, _need_labels(labels, path, "a WARC file"), labels_path, skipped)
+    name = path.name.lower()
+    if name.endswith((".jsonl", ".json", ".ndjson", ".jsonl.gz")) or head.lstrip().startswith(b"{"):
+        return _read_jsonl(path, labels, skipped)
+    raise ExamplesError(
+        f"{path}: unknown format; expected a WARC (.warc, .warc.gz), JSON lines (.jsonl), "
+        "a folder with one sub-folder per label, or a focuscrawl crawl store"
+    )
+
+
+def _need_labels(labels, path: Path, what: str):
+    if labels is None:
+        raise ExamplesError(
+            f"{path} is {what}: give its labels with --labels FILE.tsv (columns url, label)"
+        )
+    return labels
+
+
+def _is_warc(path: Path, head: bytes) -> bool:
+    if head.startswith(b"WARC/"):
+        return True
+    if head.startswith(GZIP_MAGIC):
+        try:
+            with gzip.open(path, "rb") as fh:
+                return fh.read(5) == b"WARC/"
+        except (OSError, EOFError):
+            return path.name.lower().endswith(".warc.gz")
+    return False
+
+
+def _read_warc(path: Path, labels: Labels, labels_path, skipped: Counter) -> list[Example]:
+    from warcio.archiveiterator import ArchiveIterator
+    from warcio.exceptions import ArchiveLoadFailed
+
+    examples, html_pages = [], 0
+    try:
+        with path.open("rb") as fh:
+            for record in ArchiveIterator(fh):
+                if record.rec_type != "response" or record.http_headers is None:
+                    continue
+                if record.http_headers.get_statuscode() != "200":
+                    continue
+                content_type = record.http_headers.get_header("Content-Type") or ""
+                if content_type and "html" not in content_type.lower():
+                    continue
+                html_pages += 1
+                url = record.rec_headers.get_header("WARC-Target-URI") or ""
+                label = labels.get(url)
+                if label is None:
+                    skipped["no label"] += 1
+                    continue
+                page = parse_html(record.content_stream().read(), url, content_type=content_type)
+                examples.append(Example(url, page.title, page.text, label))
+    except ArchiveLoadFailed as exc:
+        if not html_pages:
+            raise ExamplesError(f"{path} is not a readable WARC file: {_first_line(exc)}") from None
+        logger.warning("%s: stopped at an unreadable record (%s)", path, _first_line(exc))
+        skipped["unreadable WARC tail"] += 1
+    except (OSError, EOFError, ValueError) as exc:  # truncated gzip, bad chunk
+        if not html_pages:
+            raise ExamplesError(f"{path} is not a readable WARC file: {_first_line(exc)}") from None
+        logger.warning("%s: truncated after %d pages (%s)", path, html_pages, _first_line(exc))
+        skipped["unreadable WARC tail"] += 1
+    if not examples:
+        raise ExamplesError(
+            f"no page in {path} has a label in {labels_path} "
+            f"({html_pages} HTML pages with status 200; none of their URLs is labelled)"
+        )
+    return examples
+
+
+def _read_jsonl(path: Path, labels, skipped: Counter) -> list[Example]:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    examples = []
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                example = _json_example(line, labels)
+                if isinstance(example, str):
+                    skipped[example] += 1
+                    logger.warning("%s line %d skipped: %s", path, number, example)
+                else:
+                    examples.append(example)
+    except (OSError, EOFError) as exc:
+        raise ExamplesError(f"cannot read {path}: {_first_line(exc)}") from None
+    if not examples:
+        raise ExamplesError(
+            f"no usable example in {path}: each line needs a JSON object with a 'label' and "
+            "an 'html' or 'text'"
+        )
+    return examples
+
+
+def _json_example(line: str, labels) -> Example | str:
+    """An Example, or the reason the line is skipped."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return "not JSON"
+    if not isinstance(obj, dict):
+        return "not a JSON object"
+    url = str(obj.get("url") or "")
+    label = obj.get("label")
+    if label in (None, "") and labels is not None and url:
+        label = labels.get(url)
+    if label in (None, ""):
+        return "no label"
+    title = obj.get("title")
+    if isinstance(obj.get("html"), str):
+        page = parse_html(obj["html"].encode("utf-8"), url, declared_encoding="utf-8")
+        return Example(url, str(title) if title else page.title, page.text, str(label))
+    if isinstance(obj.get("text"), str):
+        return Example(url, " ".join(str(title or "").split()), " ".join(obj["text"].split()), str(label))
+    return "no html or text"
+
+
+def _read_folder(path: Path, skipped: Counter) -> list[Example]:
+    examples = []
+    for label_dir in sorted(p for p in path.iterdir() if p.is_dir()):
+        for file in sorted(label_dir.rglob("*")):
+            if not file.is_file() or file.suffix.lower() not in FOLDER_SUFFIXES:
+                continue
+            try:
+                body = file.read_bytes()
+            except OSError:
+                skipped["unreadable file"] += 1
+                continue
+            url = file.resolve().as_uri()
+            if file.suffix.lower() == ".txt":
+                text = decode_body(body)[0]
+                examples.append(Example(url, "", " ".join(text.split()), label_dir.name))
+            else:
+                page = parse_html(body, url)
+                examples.append(Example(url, page.title, page.text, label_dir.name))
+    if not examples:
+        raise ExamplesError(
+            f"folder {path} has no examples: it needs one sub-folder per label holding "
+            ".html, .htm or .txt files"
+        )
+    return examples
+
+
+def _read_store(path: Path, labels: Labels, labels_path, skipped: Counter) -> list[Example]:
+    try:
+        from focuscrawl.store import CrawlStore, StoreError
+    except ImportError as exc:  # pragma: no cover - the store package ships with focuscrawl
+        raise ExamplesError(f"cannot read crawl store {path}: {exc}") from None
+    examples, pages = [], 0
+    try:
+        store = CrawlStore(str(path), create=False)
+        try:
+            for page in store.iter_pages():
+                pages += 1
+                url, final_url = page.get("url") or "", page.get("final_url") or ""
+                label = labels.get(url, final_url)
+                if label is None:
+                    skipped["no label"] += 1
+                    continue
+                title, text = page.get("title") or "", page.get("text") or ""
+                if not (title or text):
+                    skipped["no text"] += 1
+                    continue
+                examples.append(Example(final_url or url, title, text, label))
+        finally:
+            store.close()
+    except StoreError as exc:
+        raise ExamplesError(_first_line(exc)) from None
+    except Exception as exc:  # sqlite3.DatabaseError and friends: a damaged store
+        raise ExamplesError(f"cannot read crawl store {path}: {_first_line(exc)}") from None
+    if not examples:
+        raise ExamplesError(
+            f"no page in crawl store {path} has a label in {labels_path} ({pages} pages)"
+        )
+    return examples
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,13 @@
+"""Replay a recorded web (WARC) through a local HTTP proxy, and measure a crawl against it.
+
+- ``recorded``: the responses of a WARC, looked up by URL.
+- ``server``: ``ReplayProxy``, the forward proxy that serves them and logs every request.
+- ``linkgraph``: the recorded link graph and which URLs are the same page.
+- ``metrics``: harvest@N and recall@N from a server log.
+- ``baselines``: breadth-first, random and oracle crawls simulated on the link graph.
+"""
+
+from focuscrawl.replay.recorded import RecordedResponse, RecordedWeb, RecordError, url_key
+from focuscrawl.replay.server import ReplayProxy
+
+__all__ = ["RecordedWeb", "RecordedResponse", "RecordError", "ReplayProxy", "url_key"]

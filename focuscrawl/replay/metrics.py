@@ -1,0 +1,157 @@
+"""Harvest and recall of a crawl, from the replay server's log.
+
+Definitions (the same for a real crawl's log and for a simulated baseline):
+
+- **Counted requests**: the answered requests of the log in order of ``t_start``, except
+  robots.txt fetches (path ``/robots.txt``), CONNECT, and requests the server could not parse
+  (empty ``url``). Every other request counts one: 404s (links to unrecorded URLs), redirects,
+  errors, repeated fetches of one URL.
+- **Relevant page**: a *page* is a group of URLs that serve the same content (a redirect and its
+  target, byte-identical copies, the rows of an aliases file). A page is relevant when any of
+  its URLs carries a label in the positive set.
+- **Found**: a relevant page is found by the first counted request that got a 2xx answer for one
+  of its URLs. A 3xx answer does not find the page; the request to its target does.
+  ``found(n)`` = distinct relevant pages found by the first n counted requests.
+- **harvest@N** = found(N) / N.
+- **recall@N** = found(N) / R, where R = relevant pages with a 2xx URL reachable from the seeds
+  by following recorded links (and recorded redirects) in the link graph.
+- When a crawl stopped after n < N requests, found(N) = found(n): the unused requests found
+  nothing. ``requests`` in a score says how many were made.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from focuscrawl.replay.linkgraph import LinkGraph, SamePage
+
+#: The request counts the figures are reported at (those not above the budget).
+REPORT_POINTS = (100, 200, 500, 1000, 2000)
+
+
+def load_labels(path: str | Path) -> dict[str, str]:
+    """{url: label} from a TSV with a header naming ``url`` and ``label`` columns (others
+    ignored); without such a header, the first two columns."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"labels file not found: {path}")
+    labels: dict[str, str] = {}
+    with path.open(encoding="utf-8", newline="") as fh:
+        rows = csv.reader(fh, delimiter="\t")
+        first = next(rows, None)
+        if first is None:
+            return labels
+        cols = [c.strip().lower() for c in first]
+        if "url" in cols and "label" in cols:
+            iu, il = cols.index("url"), cols.index("label")
+        else:
+            iu, il = 0, 1
+            rows = [first, *rows]
+        for row in rows:
+            if len(row) > max(iu, il) and row[iu].strip():
+                labels[row[iu].strip()] = row[il].strip()
+    return labels
+
+
+def read_log(path: str | Path) -> list[dict]:
+    """The records of a JSON-lines server log; lines that are not JSON objects are skipped."""
+    records = []
+    with Path(path).open(encoding="utf-8") as fh:
+        for line in fh:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                records.append(rec)
+    return records
+
+
+def counted_requests(log: Iterable[Mapping]) -> list[tuple[str, int]]:
+    """(url, status) of the counted requests (see the module docstring), in t_start order."""
+    rows = []
+    for i, rec in enumerate(log):
+        url = rec.get("url") or ""
+        if not url or rec.get("method") == "CONNECT" or rec.get("path") == "/robots.txt":
+            continue
+        rows.append((float(rec.get("t_start", 0.0)), i, url, int(rec.get("status", 0))))
+    rows.sort()
+    return [(url, status) for _, _, url, status in rows]
+
+
+class Relevance:
+    """Which URLs are relevant pages, and which page each URL is."""
+
+    def __init__(self, labels: Mapping[str, str], positive: Iterable[str], same_page: SamePage | None = None):
+        self.same_page = same_page or SamePage()
+        self.positive = {p.strip() for p in positive if p.strip()}
+        self._relevant_pages: set[str] = set()
+        for url, label in labels.items():
+            if label in self.positive:
+                self._relevant_pages.add(self.same_page.canonical(url))
+
+    def page(self, url: str) -> str:
+        return self.same_page.canonical(url)
+
+    def page_of_key(self, key: str) -> str:
+        return self.same_page.canonical_key(key)
+
+    def is_relevant(self, url: str) -> bool:
+        return self.page(url) in self._relevant_pages
+
+    def is_relevant_key(self, key: str) -> bool:
+        return self.page_of_key(key) in self._relevant_pages
+
+    @property
+    def relevant_pages(self) -> set[str]:
+        return set(self._relevant_pages)
+
+
+def found_curve(requests: Sequence[tuple[str, int]], relevance: Relevance) -> list[int]:
+    """found(i) for i = 1..len(requests): distinct relevant pages found by the first i requests."""
+    found: set[str] = set()
+    curve = []
+    for url, status in requests:
+        if 200 <= status < 300:
+            page = relevance.page(url)
+            if page not in found and relevance.is_relevant(url):
+                found.add(page)
+        curve.append(len(found))
+    return curve
+
+
+def reachable_relevant(graph: LinkGraph, seeds: Iterable[str], relevance: Relevance) -> set[str]:
+    """The relevant pages (page ids) with a 2xx URL reachable from the seeds: R's members."""
+    return {relevance.page_of_key(k) for k in graph.reachable(seeds)
+            if graph.is_page(k) and relevance.is_relevant_key(k)}
+
+
+def found_at(curve: Sequence[float], n: int) -> float:
+    """found(n); past the end of the curve the last value (the crawl stopped)."""
+    if n <= 0 or not curve:
+        return 0
+    return curve[min(n, len(curve)) - 1]
+
+
+def score_curve(curve: Sequence[float], reachable: int, points: Iterable[int]) -> dict:
+    """harvest@N and recall@N at each point (keys are str(N) so the dict is JSON-ready)."""
+    out = {"requests": len(curve), "found": found_at(curve, len(curve)), "reachable_relevant": reachable,
+           "harvest": {}, "recall": {}, "found_at": {}}
+    for n in points:
+        f = found_at(curve, n)
+        out["found_at"][str(n)] = f
+        out["harvest"][str(n)] = f / n
+        out["recall"][str(n)] = (f / reachable) if reachable else 0.0
+    return out
+
+
+def report_points(budget: int, points: Iterable[int] = REPORT_POINTS) -> list[int]:
+    """The report points not above the budget, and the budget itself."""
+    chosen = [n for n in points if n <= budget]
+    if budget > 0 and budget not in chosen:
+        chosen.append(budget)
+    return chosen
+

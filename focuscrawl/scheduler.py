@@ -1,0 +1,465 @@
+"""FocusScheduler: the frontier, the link-reward learner and the politeness policy behind
+Scrapy's scheduler interface (``SCHEDULER = "focuscrawl.scheduler.FocusScheduler"``).
+
+Why our own: Scrapy's scheduler honours priority only inside a host and loses it in a download
+slot's queue, cannot re-score what it holds, and its robots middleware ignores Crawl-delay.
+Here a request leaves ``next_request()`` only when its host may be contacted now (robots.txt
+known and allowing it, delay elapsed, nothing else in flight to that host), so the downloader
+starts everything it is handed at once and priority is global across hosts.
+
+Feedback arrives through signals: ``response_downloaded`` (latency, status, Retry-After),
+``request_left_downloader`` (the host is free again), and ``focuscrawl.signals.page_scored``
+(the learner's reward).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import time
+from typing import Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.utils.request import request_from_dict
+from twisted.internet import reactor
+
+from focuscrawl import signals as focus_signals
+from focuscrawl.frontier import Entry, Frontier, SeenSet
+from focuscrawl.learning import LinkContext, LinkRewardLearner, link_features
+from focuscrawl.learning.learner import WASTE_REWARD
+from focuscrawl.politeness import DelayPolicy, ExclusionList, HostTiming, RobotsRules, RobotsState, TrapRules
+from focuscrawl.urls import canonicalize, host_key, robots_url
+
+logger = logging.getLogger(__name__)
+
+ROBOTS_PRIORITY = float("inf")
+ROBOTS_SETTLE_TIMEOUT = 60.0
+CHECKPOINT_FILE = "focus-frontier.pickle"
+
+
+class FocusScheduler:
+    def __init__(self, crawler):
+        self.crawler = crawler
+        self.stats = crawler.stats
+        s = crawler.settings
+        try:
+            self.frontier = Frontier(capacity=s.getint("FOCUS_FRONTIER_CAPACITY", 1_000_000))
+            slots = s.getdict("DOWNLOAD_SLOTS")
+            self.delays = DelayPolicy(
+                minimum=s.getfloat("DOWNLOAD_DELAY", 1.0),
+                adaptive_factor=s.getfloat("FOCUS_ADAPTIVE_DELAY_FACTOR", 2.0),
+                backoff_base=s.getfloat("FOCUS_BACKOFF_BASE", 5.0),
+                backoff_max=s.getfloat("FOCUS_BACKOFF_MAX", 3600.0),
+                per_host_minimum={k: float(v["delay"]) for k, v in slots.items() if "delay" in v},
+                max_crawl_delay=s.getfloat("FOCUS_MAX_CRAWL_DELAY", 30.0),
+            )
+            self.over_cap = s.get("FOCUS_CRAWL_DELAY_OVER_CAP", "cap")
+            if self.over_cap not in ("cap", "skip"):
+                raise ValueError(f"FOCUS_CRAWL_DELAY_OVER_CAP must be 'cap' or 'skip', not {self.over_cap!r}")
+            self.traps = TrapRules(
+                max_depth=s.getint("FOCUS_MAX_DEPTH", 30),
+                max_url_length=s.getint("FOCUS_MAX_URL_LENGTH", 1024),
+                max_repeated_segments=s.getint("FOCUS_MAX_REPEATED_SEGMENTS", 3),
+                deny_extensions=set(s.getlist("FOCUS_DENY_EXTENSIONS")),
+            )
+            exclude_file = s.get("FOCUS_EXCLUDE_FILE")
+            self.exclusion = (ExclusionList(exclude_file, s.getfloat("FOCUS_EXCLUDE_CHECK_SECONDS", 5.0))
+                              if exclude_file else None)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise NotConfigured(f"focuscrawl scheduler: bad setting: {exc}") from exc
+        self.learner = LinkRewardLearner(credit_decay=s.getfloat("FOCUS_CREDIT_DECAY", 0.5),
+                                         exploration=s.getfloat("FOCUS_EXPLORATION", 0.3))
+        self.seen = SeenSet()
+        self.robots: dict[str, RobotsRules] = {}
+        self.timing: dict[str, HostTiming] = {}
+        self.obey_robots = s.getbool("ROBOTSTXT_OBEY", True)
+        self.agent = s.get("ROBOTSTXT_USER_AGENT") or s.get("USER_AGENT") or "focuscrawl"
+        self.robots_cache = s.getfloat("FOCUS_ROBOTS_CACHE_SECONDS", 86400.0)
+        self.robots_retry = s.getfloat("FOCUS_ROBOTS_ERROR_RETRY_SECONDS", 600.0)
+        self.budget = s.getint("FOCUS_BUDGET", 0)
+        self.host_budget = s.getint("FOCUS_HOST_BUDGET", 0)
+        self.max_redirects = s.getint("FOCUS_MAX_REDIRECTS", 3)
+        self.threshold = s.getfloat("FOCUS_RELEVANCE_THRESHOLD", 0.5)
+        self.jobdir = s.get("JOBDIR")
+        self.checkpoint_seconds = s.getfloat("FOCUS_CHECKPOINT_SECONDS", 30.0)
+        self.patience = s.getfloat("FOCUS_PATIENCE", 2.0)
+        self.patience_margin = s.getfloat("FOCUS_PATIENCE_MARGIN", 0.25)
+        self.released = 0
+        self.host_admitted: dict[str, int] = {}
+        self.inflight: dict[str, Request] = {}  # host -> the request in flight to it
+        self._robots_pending: dict[str, float] = {}  # host -> when its robots.txt response ended
+        self._wakeup = None
+        self._last_checkpoint = time.monotonic()
+        self._seen_version = self.learner.version
+        self.spider = None
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        return cls(crawler)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def open(self, spider):
+        self.spider = spider
+        sig = self.crawler.signals
+        sig.connect(self._on_response_downloaded, signal=signals.response_downloaded)
+        sig.connect(self._on_request_left, signal=signals.request_left_downloader)
+        sig.connect(self._on_page_scored, signal=focus_signals.page_scored)
+        # The frontier enforces every delay; a delay in the download slot would only hold
+        # requests in a queue where their priority is lost.
+        downloader = self.crawler.engine.downloader
+        downloader._delay = 0.0
+        downloader._jitter = 0.0
+        for slot_settings in downloader.per_slot_settings.values():
+            slot_settings["delay"] = 0.0
+        if self.jobdir:
+            self._restore()
+        return None
+
+    def close(self, reason):
+        if self._wakeup is not None and self._wakeup.active():
+            self._wakeup.cancel()
+        if self.jobdir:
+            self._checkpoint()
+        self.stats.set_value("focus/frontier/left", len(self.frontier))
+        self.stats.set_value("focus/frontier/rescored", self.frontier.rescored)
+        self.stats.set_value("focus/frontier/pruned", self.frontier.pruned)
+        self.stats.set_value("focus/seen", len(self.seen))
+        return None
+
+    def has_pending_requests(self) -> bool:
+        if self.budget and self.released >= self.budget:
+            return False
+        return len(self.frontier) > 0
+
+    def __len__(self) -> int:
+        return len(self.frontier)
+
+    # --- enqueue ------------------------------------------------------------------------------
+    def enqueue_request(self, request: Request) -> bool:
+        meta = request.meta
+        if meta.get("focus_robots_for"):
+            # a robots.txt fetch (or a redirect of one): always allowed, first in its host's queue
+            self.frontier.push(host_key(request.url), Entry(ROBOTS_PRIORITY, request.url, request))
+            return True
+        canonical = canonicalize(request.url)
+        if not request.dont_filter and not self.seen.add(canonical):
+            self.stats.inc_value("focus/dupes_filtered")
+            if meta.get("redirect_times"):
+                return self._refuse(request, "redirect_target_seen")
+            return False
+        reason = None
+        if meta.get("redirect_times", 0) > self.max_redirects:
+            reason = "too_many_redirects"
+        reason = reason or self.traps.check(canonical, meta.get("depth", 0))
+        reason = reason or self._excluded(request.url)
+        host = host_key(canonical)
+        if not reason and self.host_budget and self.host_admitted.get(host, 0) >= self.host_budget:
+            reason = "host_budget"
+        if not reason and self.obey_robots:
+            rules = self.robots.get(host)
+            if rules is not None and rules.state is RobotsState.PARSED and not rules.allows(request.url, self.agent):
+                reason = "robots"
+        if reason:
+            return self._refuse(request, reason)
+        features = link_features(self._link_context(canonical, meta))
+        entry = Entry(self.learner.score(features, canonical), canonical, request, features, self.frontier.version)
+        self.host_admitted[host] = self.host_admitted.get(host, 0) + 1
+        pruned = self.frontier.push(host, entry)
+        self.stats.inc_value("focus/frontier/enqueued")
+        if pruned:
+            self.stats.inc_value("focus/frontier/pruned", len(pruned))
+            self._spill(pruned)
+        return True
+
+    @staticmethod
+    def _link_context(canonical: str, meta: dict) -> LinkContext:
+        link = meta.get("focus_link") or {}
+        return LinkContext(
+            url=canonical, anchor=link.get("anchor", ""), context=link.get("context", ""),
+            parent_url=link.get("parent_url"), parent_score=link.get("parent_score"),
+            depth=meta.get("depth", 0), hops_since_relevant=link.get("hops", 0),
+        )
+
+    def _excluded(self, url: str) -> str | None:
+        if self.exclusion is None:
+            return None
+        return "excluded" if self.exclusion.excludes(url) else None
+
+    def _refuse(self, request: Request, reason: str) -> bool:
+        self.stats.inc_value(f"focus/refused/{reason}")
+        self.crawler.signals.send_catch_log(focus_signals.request_refused, request=request, reason=reason)
+        return False
+
+    # --- dequeue ------------------------------------------------------------------------------
+    def next_request(self) -> Request | None:
+        if self.budget and self.released >= self.budget:
+            if not self.stats.get_value("focus/budget_exhausted"):
+                self.stats.set_value("focus/budget_exhausted", 1)
+                logger.info("request budget of %d reached; finishing the requests in flight", self.budget)
+            return None
+        if self.learner.version != self._seen_version:
+            self._seen_version = self.learner.version
+            self.frontier.version += 1
+        now = time.monotonic()
+        for host, finished in list(self._robots_pending.items()):
+            if now - finished > ROBOTS_SETTLE_TIMEOUT:  # the callback never came: do not stall the host
+                logger.warning("robots.txt of %s was fetched but never applied; releasing the host", host)
+                self._robots_pending.pop(host)
+                self.frontier.release(host, now)
+        if self.jobdir and now - self._last_checkpoint >= self.checkpoint_seconds:
+            self._checkpoint()
+        for _ in range(10_000):
+            popped = self.frontier.pop(now, rescore=self._rescore)
+            if popped is None:
+                self._schedule_wakeup()
+                return None
+            host, entry = popped
+            request = entry.payload
+            if request.meta.get("focus_robots_for"):
+                return self._release(host, request, entry)
+            if self.obey_robots:
+                rules = self.robots.setdefault(host, RobotsRules())
+                if rules.needs_fetch(now):
+                    self.frontier.requeue(host, entry)  # the host stays busy while robots.txt is fetched
+                    rules.start_fetch()
+                    return self._release(host, self._robots_request(host, request.url), None)
+                if rules.state is RobotsState.FETCHING or rules.state is RobotsState.UNREACHABLE:
+                    self.frontier.requeue(host, entry)
+                    self.frontier.release(host, max(now, rules.expires_at))
+                    continue
+                if not rules.allows(request.url, self.agent):
+                    self._refuse(request, "robots")
+                    self.frontier.release(host, now)
+                    continue
+            reason = self._excluded(request.url)
+            if reason:
+                self._refuse(request, reason)
+                self.frontier.release(host, now)
+                continue
+            if self._worth_waiting(entry, now):
+                self.frontier.requeue(host, entry)
+                self.frontier.release(host, now)
+                self.stats.inc_value("focus/frontier/held")
+                self._schedule_wakeup(soon=True)
+                return None
+            return self._release(host, request, entry)
+        return None
+
+    def _worth_waiting(self, entry: Entry, now: float) -> bool:
+        """Patience: a request is a cost. When a clearly better URL sits at a host that will be
+        free within FOCUS_PATIENCE seconds, wait for it rather than spend a request on a worse
+        one just because its host happens to be free (politeness is untouched: we only wait)."""
+        if self.patience <= 0:
+            return False
+        best = self.frontier.best_soon(now, self.patience, self.inflight.keys())
+        return best > entry.priority + self.patience_margin
+
+    def _release(self, host: str, request: Request, entry: Entry | None) -> Request:
+        meta = request.meta
+        meta["download_slot"] = host
+        meta["focus_host"] = host
+        self.inflight[host] = request
+        if entry is not None and not meta.get("focus_robots_for"):
+            self.released += 1
+            meta["focus_priority"] = round(entry.priority, 4)
+            meta["focus_features"] = entry.features
+            meta["focus_explain"] = self.learner.explain(entry.features, entry.url)
+            self.stats.inc_value("focus/requests_released")
+        else:
+            self.stats.inc_value("focus/robots/requests")
+        return request
+
+    def _robots_request(self, host: str, page_url: str) -> Request:
+        return Request(
+            robots_url(page_url), callback=self._robots_fetched, errback=self._robots_failed,
+            dont_filter=True, priority=10_000,
+            meta={"focus_robots_for": host, "dont_retry": True, "handle_httpstatus_all": True},
+        )
+
+    def _rescore(self, entries: list[Entry]) -> list[float]:
+        return [ROBOTS_PRIORITY if e.features is None else self.learner.score(e.features, e.url) for e in entries]
+
+    def _schedule_wakeup(self, soon: bool = False) -> None:
+        """Ask the engine for the next request when the earliest waiting host becomes ready
+        (or shortly, when holding back for a better URL)."""
+        ready_at = self.frontier.next_ready_time()
+        if ready_at is None:
+            return
+        delay = max(0.0, ready_at - time.monotonic()) + 0.001
+        if soon:
+            delay = max(delay, 0.01)
+        if self._wakeup is not None and self._wakeup.active():
+            if self._wakeup.getTime() <= reactor.seconds() + delay:
+                return
+            self._wakeup.cancel()
+        self._wakeup = reactor.callLater(delay, self._wake)
+
+    def _wake(self) -> None:
+        slot = getattr(self.crawler.engine, "_slot", None)
+        if slot is not None:
+            slot.nextcall.schedule()
+
+    # --- robots.txt ---------------------------------------------------------------------------
+    def _robots_fetched(self, response):
+        host = response.meta["focus_robots_for"]
+        rules = self.robots.setdefault(host, RobotsRules())
+        rules.record_response(response.status, response.body, time.monotonic(), self.robots_cache, self.robots_retry)
+        self.stats.inc_value(f"focus/robots/{rules.state.value}")
+        self._apply_robots(host, rules)
+        self.crawler.signals.send_catch_log(focus_signals.robots_fetched, host=host, rules=rules, response=response)
+        self._robots_settled(response.request)
+        return None
+
+    def _robots_failed(self, failure):
+        request = failure.request
+        host = request.meta["focus_robots_for"]
+        rules = self.robots.setdefault(host, RobotsRules())
+        now = time.monotonic()
+        if failure.check(IgnoreRequest):  # e.g. too many redirects: RFC 9309 lets us treat it as unavailable
+            rules.record_response(404, b"", now, self.robots_cache, self.robots_retry)
+        else:
+            previous = rules.status
+            rules.record_unreachable(now, self.robots_retry)
+            if previous == -1:  # unreachable twice in a row: give the host up for this crawl
+                dropped = self.frontier.drop_host(host)
+                self.stats.inc_value("focus/refused/robots_unreachable", len(dropped))
+            rules.status = -1
+        self.stats.inc_value(f"focus/robots/{rules.state.value}")
+        logger.info("robots.txt of %s: %s (%s)", host, rules.state.value, failure.getErrorMessage())
+        self._robots_settled(request)
+        return None
+
+    def _apply_robots(self, host: str, rules: RobotsRules) -> None:
+        timing = self.timing.setdefault(host, HostTiming())
+        requested = rules.crawl_delay(self.agent)
+        if requested:
+            within = self.delays.set_crawl_delay(timing, requested)
+            if not within:
+                self.stats.inc_value("focus/robots/crawl_delay_over_cap")
+                if self.over_cap == "skip":
+                    dropped = self.frontier.drop_host(host)
+                    self.stats.inc_value("focus/refused/crawl_delay_over_cap", len(dropped))
+                    logger.info("%s asks for Crawl-delay %.0fs (cap %.0fs): host skipped", host, requested,
+                                self.delays.max_crawl_delay)
+
+    # --- feedback from the downloader ---------------------------------------------------------
+    def _on_response_downloaded(self, response, request, spider=None):
+        host = request.meta.get("focus_host")
+        if host is None:
+            return
+        request.meta["focus_got_response"] = True
+        request.meta["focus_status"] = response.status
+        timing = self.timing.setdefault(host, HostTiming())
+        self.delays.record_response(timing, request.meta.get("download_latency"), response.status,
+                                    response.headers.get(b"Retry-After"), time.monotonic())
+        if response.status in (429, 503):
+            self.stats.inc_value("focus/politeness/backoffs")
+
+    def _on_request_left(self, request, spider=None):
+        host = request.meta.get("focus_host")
+        if host is None or self.inflight.get(host) is not request:
+            return
+        del self.inflight[host]
+        now = time.monotonic()
+        timing = self.timing.setdefault(host, HostTiming())
+        if not request.meta.get("focus_got_response"):
+            self.delays.record_response(timing, None, None, None, now)  # network error: back off
+            if request.meta.get("focus_robots_for") is None:
+                self.stats.inc_value("focus/politeness/network_errors")
+        if request.meta.get("focus_robots_for") and not (300 <= request.meta.get("focus_status", 0) < 400):
+            # Keep the host busy until its robots.txt is applied (the callback runs later), so the
+            # first page request already obeys its Crawl-delay.
+            self._robots_pending[host] = now
+            return
+        self.frontier.release(host, self.delays.next_ready(host, timing, now))
+        self._schedule_wakeup()
+
+    def _robots_settled(self, request) -> None:
+        """robots.txt applied (or given up on): free the host it was fetched from."""
+        host = request.meta.get("focus_host")
+        finished = self._robots_pending.pop(host, None)
+        if finished is not None:
+            self.frontier.release(host, self.delays.next_ready(host, self.timing.setdefault(host, HostTiming()),
+                                                               finished))
+            self._schedule_wakeup()
+
+    # --- feedback from the spider (the learner's reward) --------------------------------------
+    def _on_page_scored(self, request, response, page, links=None, spider=None):
+        meta = request.meta
+        if page.score is None:
+            reward, relevant = WASTE_REWARD, False
+        else:
+            reward, relevant = float(page.score), bool(page.relevant)
+        link = meta.get("focus_link") or {}
+        parent = link.get("parent_url")
+        self.learner.observe(canonicalize(page.final_url or request.url),
+                             canonicalize(parent) if parent else None,
+                             meta.get("focus_features"), reward, relevant)
+        if self.frontier.version % 8 == 0:
+            self.frontier.rescore_stale(self._rescore, limit=200)
+
+    # --- spill and checkpoint (JOBDIR) --------------------------------------------------------
+    def _spill(self, entries: list[Entry]) -> None:
+        if not self.jobdir:
+            return
+        path = os.path.join(self.jobdir, "focus-spill.jsonl")
+        import json
+
+        with open(path, "a", encoding="utf-8") as handle:
+            for e in entries:
+                handle.write(json.dumps({"url": e.payload.url, "priority": e.priority}) + "\n")
+
+    def _checkpoint(self) -> None:
+        self._last_checkpoint = time.monotonic()
+        os.makedirs(self.jobdir, exist_ok=True)
+        entries = []
+        for host, entry in self.frontier.entries():
+            if entry.payload.meta.get("focus_robots_for"):
+                continue
+            entries.append((host, entry.priority, self._request_dict(entry.payload), entry.features))
+        for host, request in self.inflight.items():
+            if not request.meta.get("focus_robots_for"):
+                entries.append((host, float("inf"), self._request_dict(request), request.meta.get("focus_features")))
+        state: dict[str, Any] = {
+            "entries": entries, "seen": self.seen, "learner": self.learner, "released": self.released,
+            "timing": self.timing, "host_admitted": self.host_admitted,
+            "robots": {h: (r.text, r.status) for h, r in self.robots.items() if r.state is RobotsState.PARSED},
+        }
+        tmp = os.path.join(self.jobdir, CHECKPOINT_FILE + ".tmp")
+        with open(tmp, "wb") as handle:
+            pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, os.path.join(self.jobdir, CHECKPOINT_FILE))
+        self.stats.inc_value("focus/checkpoints")
+
+    def _request_dict(self, request: Request) -> dict:
+        return request.to_dict(spider=self.spider)
+
+    def _restore(self) -> None:
+        path = os.path.join(self.jobdir, CHECKPOINT_FILE)
+        if not os.path.exists(path):
+            return
+        try:
+            with open(path, "rb") as handle:
+                state = pickle.load(handle)
+        except Exception as exc:  # a torn or foreign file must not stop the crawl; say so and start afresh
+            logger.error("cannot resume from %s (%s); starting a new crawl", path, exc)
+            return
+        self.seen, self.learner = state["seen"], state["learner"]
+        self._seen_version = self.learner.version
+        self.released = state["released"]
+        self.timing = state["timing"]
+        self.host_admitted = state["host_admitted"]
+        for host, (text, status) in state["robots"].items():
+            rules = self.robots[host] = RobotsRules()
+            rules.record_response(200, text.encode("utf-8"), time.monotonic(), self.robots_cache, self.robots_retry)
+            self._apply_robots(host, rules)
+        for host, priority, request_dict, features in state["entries"]:
+            request = request_from_dict(request_dict, spider=self.spider)
+            if features is not None:
+                features = tuple(tuple(f) for f in features)
+            self.frontier.push(host, Entry(priority, canonicalize(request.url), request, features, -1))
+        logger.info("resumed from %s: %d URLs in the frontier, %d seen, %d requests already made",
+                    path, len(self.frontier), len(self.seen), self.released)
+        self.stats.set_value("focus/resumed", 1)

@@ -1,0 +1,1 @@
+"""focuscrawl's spiders (``SPIDER_MODULES``)."""

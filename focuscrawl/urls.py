@@ -1,0 +1,96 @@
+"""Canonical URLs, host keys and URL tokens: the identity of a URL everywhere in focuscrawl.
+
+Canonicalisation is w3lib's (sorted query, percent-encoding normalised, fragment dropped,
+host lower-cased) plus what crawlers learn the hard way: default ports, session ids and
+tracking parameters do not make a new page.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from w3lib.url import canonicalize_url
+
+#: Query parameters that identify a visitor or a campaign, never a page.
+VOLATILE_PARAMS = re.compile(
+    r"^(utm_[a-z]+|gclid|fbclid|mc_eid|mc_cid|sid|sessionid|session_id|phpsessid|jsessionid|"
+    r"aspsessionid[a-z]*|cfid|cftoken)$",
+    re.IGNORECASE,
+)
+#: Session ids in the path, e.g. ``/page;jsessionid=ABC`` or ``/(S(abc))/page``.
+PATH_SESSION = re.compile(r";(jsessionid|phpsessid|sid|sessionid)=[^/?#]*", re.IGNORECASE)
+DEFAULT_PORTS = {"http": 80, "https": 443}
+TOKEN_SPLIT = re.compile(r"[^a-z0-9]+")
+
+
+@lru_cache(maxsize=65536)
+def canonicalize(url: str) -> str:
+    """The canonical form under which a URL is seen, deduplicated and counted."""
+    url = PATH_SESSION.sub("", url.strip())
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").rstrip(".")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host if port in (None, DEFAULT_PORTS.get(scheme)) else f"{host}:{port}"
+    query = parts.query
+    if query:
+        pairs = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if not VOLATILE_PARAMS.match(k)]
+        query = urlencode(pairs)
+    path = parts.path or "/"
+    return canonicalize_url(urlunsplit((scheme, netloc, path, query, "")))
+
+
+def host_key(url: str) -> str:
+    """The politeness unit: host name, with the port when it is not the scheme's default."""
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").rstrip(".")
+        port = parts.port
+    except ValueError:
+        return ""
+    if port is None or port == DEFAULT_PORTS.get(parts.scheme.lower()):
+        return host
+    return f"{host}:{port}"
+
+
+def robots_url(url: str) -> str:
+    """Where the robots.txt that governs ``url`` lives."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/robots.txt", "", ""))
+
+
+def path_segments(url: str) -> list[str]:
+    return [s for s in urlsplit(url).path.split("/") if s]
+
+
+def path_prefix(url: str, depth: int = 1) -> str:
+    """``host/first-segment``: the unit whose yield the learner tracks below the host."""
+    segs = path_segments(url)
+    # a trailing file name is not a directory prefix
+    if segs and "." in segs[-1]:
+        segs = segs[:-1]
+    return host_key(url) + "/" + "/".join(segs[:depth])
+
+
+def url_tokens(url: str) -> list[str]:
+    """Words in a URL's host, path and query (``/science/astronomy-news.html`` ->
+    science, astronomy, news, html)."""
+    parts = urlsplit(url.lower())
+    tokens = TOKEN_SPLIT.split(parts.path + " " + parts.query)
+    return [t for t in tokens if t and not t.isdigit() and len(t) < 40]
+
+
+def extension(url: str) -> str:
+    """The file extension of the URL's path, lower-case without the dot ('' when none)."""
+    last = urlsplit(url).path.rsplit("/", 1)[-1]
+    if "." not in last:
+        return ""
+    return last.rsplit(".", 1)[-1].lower()

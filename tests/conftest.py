@@ -1,0 +1,54 @@
+"""Shared fixtures: a generated demo web served by the replay proxy on 127.0.0.1, a topic model
+trained on some of its hosts, and a helper that runs a real ``scrapy crawl`` against it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parents[1]
+SHARED = PROJECT.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def demo_web():
+    from focuscrawl.demo import generate_web
+
+    return generate_web(seed=0)
+
+
+@pytest.fixture(scope="session")
+def demo_files(demo_web, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("demo")
+    warc = demo_web.write_warc(folder / "demo.warc.gz")
+    labels = demo_web.write_labels(folder / "labels.tsv")
+    return {"dir": folder, "warc": Path(warc), "labels": Path(labels)}
+
+
+@pytest.fixture(scope="session")
+def demo_model(demo_web, demo_files):
+    """A topic model trained on the demo web's training hosts only (the crawl hosts are unseen)."""
+    from focuscrawl.relevance import load_examples, train_topic_model
+
+    hosts = "|".join(h.replace(".", r"\.") for h in demo_web.train_hosts)
+    examples = load_examples([str(demo_files["warc"])], labels_path=str(demo_files["labels"]),
+                             include_host=f"^({hosts})$")
+    model, _report = train_topic_model(examples, [demo_web.topic], cv_folds=3)
+    path = demo_files["dir"] / "model.joblib"
+    model.save(str(path))
+    return path
+
+
+def run_scrapy(args: list[str], cwd: Path, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+    """Run ``python -m scrapy ARGS`` the way a user would, bounded in time."""
+    full_env = dict(os.environ)
+    full_env.pop("http_proxy", None)
+    full_env.pop("https_proxy", None)
+    full_env.setdefault("SCRAPY_SETTINGS_MODULE", "focuscrawl.settings")
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)

@@ -1,0 +1,225 @@
+"""``scrapy evaluate`` and ``scrapy replay``: scoring a real server log, the table, the report, the
+plot, user errors, and (when the focused crawl runs) the whole command end to end."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from focuscrawl.commands.evaluate import crawl_command, evaluate_log, format_table, plot_curves
+from focuscrawl.replay import RecordedWeb, ReplayProxy
+from focuscrawl.replay.linkgraph import LinkGraph, SamePage
+from focuscrawl.replay.metrics import Relevance
+
+PROJECT = Path(__file__).resolve().parents[1]
+H = "http://ev.test"
+
+
+def page(*links: str, title: str = "p") -> bytes:
+    anchors = " ".join(f'<a href="{link}">{link}</a>' for link in links)
+    return f"<html><head><title>{title}</title></head><body>{anchors}</body></html>".encode()
+
+
+#: home -> a, b, gone(404);  a -> t1 (relevant), b -> old =301=> t2 (relevant);  t1 -> t1copy (a copy)
+HTML = [("Content-Type", "text/html")]
+RECORDS = {
+    f"{H}/": (200, HTML, page("/a", "/b", "/gone")),
+    f"{H}/a": (200, HTML, page("/t1")),
+    f"{H}/b": (200, HTML, page("/old")),
+    f"{H}/old": (301, [("Location", "/t2")], b""),
+    f"{H}/t1": (200, HTML, page("/t1copy", title="topic one")),
+    f"{H}/t1copy": (200, HTML, page("/t1copy", title="topic one")),
+    f"{H}/t2": (200, HTML, page(title="topic two")),
+}
+LABELS = {f"{H}/": "other", f"{H}/a": "other", f"{H}/b": "other", f"{H}/t1": "topic", f"{H}/t2": "topic"}
+
+
+def fetch_through(proxy: ReplayProxy, urls: list[str]) -> None:
+    """A stand-in crawler: fetch these URLs in order through the proxy (redirects not followed)."""
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": proxy.url}), NoRedirect)
+    for url in urls:
+        try:
+            opener.open(url, timeout=10).read()
+        except urllib.error.HTTPError as err:
+            err.read()
+    assert proxy.wait_idle(timeout=10)
+
+
+@pytest.fixture
+def scored(tmp_path):
+    web = RecordedWeb.from_records(RECORDS)
+    graph = LinkGraph.from_web(web)
+    relevance = Relevance(LABELS, ["topic"], SamePage.for_graph(graph))
+    with ReplayProxy(web, robots={"ev.test": "User-agent: *\nAllow: /\n"}) as proxy:
+        fetch_through(proxy, [f"{H}/robots.txt", f"{H}/", f"{H}/b", f"{H}/old", f"{H}/t2", f"{H}/gone",
+                              f"{H}/a", f"{H}/t1copy", f"{H}/t1"])
+        log = proxy.log
+    return evaluate_log(log, graph, relevance, [f"{H}/"], budget=6, random_runs=3)
+
+
+def test_evaluate_log_scores_the_crawl_and_the_baselines(scored):
+    report = scored
+    assert report["reachable_relevant"] == 2
+    assert report["points"] == [6]
+    crawl = report["crawlers"]["focuscrawl"]
+    # robots.txt not counted; truncated at the budget: /, b, old, t2, gone, a
+    assert crawl["curve"] == [0, 0, 0, 1, 1, 1]
+    assert crawl["harvest"]["6"] == pytest.approx(1 / 6) and crawl["recall"]["6"] == 0.5
+    # BFS: /, a, b, gone, t1, old, ... -> t1 at request 5
+    assert report["crawlers"]["bfs"]["curve"] == [0, 0, 0, 0, 1, 1]
+    # oracle: /, a, t1, b, old, t2
+    assert report["crawlers"]["oracle"]["curve"] == [0, 0, 1, 1, 1, 2]
+    assert report["crawlers"]["oracle"]["recall"]["6"] == 1.0
+    assert len(report["crawlers"]["random"]["curve"]) == 6
+
+
+def test_a_real_log_of_the_bfs_order_scores_exactly_like_the_bfs_simulation():
+    """The two accountings agree: served through the proxy (404s, the 301, a copy), the BFS
+    request order gives the BFS baseline's curve."""
+    from focuscrawl.replay.baselines import bfs_requests
+
+    web = RecordedWeb.from_records(RECORDS)
+    graph = LinkGraph.from_web(web)
+    relevance = Relevance(LABELS, ["topic"], SamePage.for_graph(graph))
+    order = bfs_requests(graph, [f"{H}/"], budget=100)
+    assert [status for _, status in order] == [200, 200, 200, 404, 200, 301, 200, 200]
+    with ReplayProxy(web) as proxy:
+        fetch_through(proxy, [url for url, _ in order])
+        report = evaluate_log(proxy.log, graph, relevance, [f"{H}/"], budget=8, random_runs=2)
+    assert [r for r in report["crawlers"]["focuscrawl"]["curve"]] == report["crawlers"]["bfs"]["curve"]
+    assert report["crawlers"]["bfs"]["curve"] == [0, 0, 0, 0, 1, 1, 1, 2]
+
+
+def test_table_report_and_plot(scored, tmp_path):
+    table = format_table(scored)
+    lines = table.splitlines()
+    assert "2 relevant pages reachable" in lines[0]
+    row = [ln for ln in lines if ln.strip().startswith("6 |")][0]
+    assert "0.167" in row and "50.0%" in row and "100.0%" in row
+    json.dumps(scored)  # the report is JSON-ready
+    plot_curves(scored, str(tmp_path / "curve.png"))
+    assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_crawl_command_passes_budget_and_user_settings_last():
+    argv = crawl_command("seeds.txt", "m.joblib", 50, "/tmp/x/crawl.db", ["DOWNLOAD_DELAY=0.5"])
+    assert argv[1:5] == ["-m", "scrapy", "crawl", "focused"]
+    joined = " ".join(argv)
+    assert "FOCUS_BUDGET=50" in joined and "FOCUS_STORE=/tmp/x/crawl.db" in joined
+    assert argv[-2:] == ["-s", "DOWNLOAD_DELAY=0.5"]
+
+
+# --- the commands as a user runs them --------------------------------------------------------
+
+def scrapy(args, cwd, timeout=120, **kwargs):
+    env = dict(os.environ, SCRAPY_SETTINGS_MODULE="focuscrawl.settings")
+    env.pop("http_proxy", None)
+    return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout, **kwargs)
+
+
+def write_warc(path: Path, records: dict) -> Path:
+    with path.open("wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for url, (status, headers, body) in records.items():
+            http_headers = StatusAndHeaders(f"{status} X", headers, protocol="HTTP/1.1")
+            writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body),
+                                                          http_headers=http_headers))
+    return path
+
+
+@pytest.fixture
+def files(tmp_path):
+    warc = write_warc(tmp_path / "ev.warc.gz", RECORDS)
+    (tmp_path / "labels.tsv").write_text("url\tlabel\n" + "".join(f"{u}\t{l}\n" for u, l in LABELS.items()))
+    (tmp_path / "seeds.txt").write_text(f"{H}/\n")
+    (tmp_path / "model.joblib").write_bytes(b"not used before the crawl starts")
+    return tmp_path
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"--budget": "0"}, "--budget must be at least 1"),
+    ({"--positive": "nosuch"}, "no such label"),
+    ({"--labels": "missing.tsv"}, "labels file not found"),
+    ({"--model": "missing.joblib"}, "model file not found"),
+    ({"WARC": "missing.warc.gz"}, "WARC file not found"),
+    ({"--labels": None}, "missing --labels"),
+])
+def test_evaluate_user_errors_are_one_line(files, change, message):
+    opts = {"WARC": "ev.warc.gz", "--labels": "labels.tsv", "--positive": "topic", "--seeds": "seeds.txt",
+            "--model": "model.joblib", "--budget": "5"}
+    opts.update(change)
+    args = ["evaluate", opts.pop("WARC")]
+    for name, value in opts.items():
+        if value is not None:
+            args += [name, value]
+    result = scrapy(args, cwd=files)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines() == [line for line in result.stderr.strip().splitlines()
+                                                  if line.startswith("error: ")]
+    assert message in result.stderr
+
+
+def test_replay_command_serves_until_sigterm(files):
+    log = files / "server.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "scrapy", "replay", "ev.warc.gz", "--log", str(log)],
+                            cwd=files, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, SCRAPY_SETTINGS_MODULE="focuscrawl.settings"))
+    try:
+        first = proc.stdout.readline()
+        assert "at http://127.0.0.1:" in first, first + proc.stderr.read() if proc.poll() is not None else first
+        url = first.rsplit(" ", 1)[-1].strip()
+        assert f"http_proxy={url}" in proc.stdout.readline()
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": url}))
+        assert opener.open(f"{H}/t2", timeout=10).status == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err[-2000:]
+    assert "stopped after 1 requests" in out
+    assert json.loads(log.read_text().splitlines()[0])["url"] == f"{H}/t2"
+
+
+def test_replay_command_user_errors(files):
+    result = scrapy(["replay", "ev.warc.gz", "--port", "70000"], cwd=files)
+    assert result.returncode == 2 and result.stderr.startswith("error: --port")
+    (files / "robots.json").write_text("[1, 2]")
+    result = scrapy(["replay", "ev.warc.gz", "--robots", "robots.json"], cwd=files)
+    assert result.returncode == 2 and "JSON object" in result.stderr
+    result = scrapy(["replay"], cwd=files)
+    assert result.returncode == 2 and "no WARC" in result.stderr
+
+
+@pytest.mark.e2e
+def test_evaluate_end_to_end_on_the_demo_web(demo_web, demo_files, demo_model, tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("\n".join(demo_web.seeds) + "\n")
+    budget = 120
+    result = scrapy(["evaluate", str(demo_files["warc"]), "--labels", str(demo_files["labels"]),
+                     "--positive", demo_web.topic, "--seeds", str(seeds), "--model", str(demo_model),
+                     "--budget", str(budget), "-o", "report.json", "--plot", "curve.png"],
+                    cwd=tmp_path, timeout=280)
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-2000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    crawl = report["crawlers"]["focuscrawl"]
+    assert 0 < crawl["requests"] <= budget
+    assert crawl["found"] > 0
+    assert report["crawlers"]["oracle"]["found_at"][str(budget)] >= crawl["found"]
+    assert (tmp_path / "curve.png").stat().st_size > 1000
+    assert "focuscrawl" in result.stdout and "oracle" in result.stdout

@@ -1,0 +1,117 @@
+"""`scrapy export` as a user runs it: a real `python -m scrapy` process in a project directory."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from focuscrawl.items import PageItem
+from focuscrawl.settings import FEED_EXPORT_FIELDS
+from focuscrawl.store import CrawlStore
+
+PAGES = [  # url, score, relevant, duplicate_of
+    ("http://a.test/1", 0.95, True, None),
+    ("http://a.test/2", 0.40, False, None),
+    ("http://a.test/3", 0.70, True, None),
+    ("http://a.test/3-copy", 0.70, True, "http://a.test/3"),
+    ("http://a.test/4", 0.55, True, None),
+]
+
+
+def fill(path) -> None:
+    with CrawlStore(path) as store:
+        for url, score, relevant, duplicate_of in PAGES:
+            store.add_page(PageItem(
+                url=url, final_url=url, status=200, title=f"Tïtle {url[-1]}", text=f"text of {url}, with a comma\nand a line",
+                score=score, relevant=relevant, fetched_at="2026-01-02T03:04:05+00:00", depth=1,
+                content_hash="0" * 40, duplicate_of=duplicate_of, duplicate_kind="exact" if duplicate_of else None,
+            ))
+
+
+@pytest.fixture
+def project(tmp_path):
+    """A directory that is a focuscrawl project (scrapy.cfg), as after `scrapy startproject`."""
+    (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = focuscrawl.settings\n")
+    return tmp_path
+
+
+def scrapy(cwd, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    return subprocess.run([sys.executable, "-m", "scrapy", "export", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_jsonl_has_relevant_unique_pages_with_the_feed_fields(project):
+    fill(project / "crawl.db")  # ./crawl.db: no FOCUS_STORE, no JOBDIR
+    result = scrapy(project, "-o", "out.jsonl")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "wrote 3 pages to out.jsonl"
+    rows = [json.loads(line) for line in (project / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["url"] for r in rows] == ["http://a.test/1", "http://a.test/3", "http://a.test/4"]
+    assert all(list(r) == FEED_EXPORT_FIELDS for r in rows)
+    assert rows[0]["title"] == "Tïtle 1" and rows[0]["score"] == 0.95
+    assert "Tïtle" in (project / "out.jsonl").read_text(encoding="utf-8")  # utf-8, not \u escapes
+
+
+def test_csv_with_min_score_from_a_jobdir_store(project):
+    fill(project / "job" / "crawl.db")
+    result = scrapy(project, "-o", "exports/out.csv", "-s", "JOBDIR=job", "--min-score", "0.6")
+    assert result.returncode == 0, result.stderr
+    assert "wrote 2 pages" in result.stdout
+    with open(project / "exports" / "out.csv", newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+    assert reader.fieldnames == FEED_EXPORT_FIELDS
+    assert [r["url"] for r in rows] == ["http://a.test/1", "http://a.test/3"]
+    assert rows[1]["text"] == "text of http://a.test/3, with a comma\nand a line"
+
+
+def test_all_pages_from_focus_store_as_json_and_xml(project):
+    fill(project / "elsewhere.db")
+    result = scrapy(project, "-o", "all.json", "-s", "FOCUS_STORE=elsewhere.db", "--all")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads((project / "all.json").read_text(encoding="utf-8"))
+    assert [r["url"] for r in rows] == [p[0] for p in PAGES]
+    assert rows[3]["duplicate_of"] == "http://a.test/3" and rows[1]["relevant"] is False
+    result = scrapy(project, "-o", "out.xml", "--store", "elsewhere.db")
+    assert result.returncode == 0, result.stderr
+    urls = [e.findtext("url") for e in ET.parse(project / "out.xml").getroot()]
+    assert urls == ["http://a.test/1", "http://a.test/3", "http://a.test/4"]
+
+
+def test_outside_a_project_the_default_export_fields_are_used(tmp_path):
+    fill(tmp_path / "crawl.db")
+    result = scrapy(tmp_path, "-o", "out.jl")
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in (tmp_path / "out.jl").read_text().splitlines()]
+    assert len(rows) == 3 and all(list(r) == list(PageItem.EXPORT_FIELDS) for r in rows)
+
+
+@pytest.mark.parametrize(
+    "setup, args, message",
+    [
+        (None, ["-o", "out.jsonl"], "error: no crawl store at ./crawl.db"),
+        (None, ["-o", "out.jsonl", "-s", "JOBDIR=job"], "error: no crawl store at job/crawl.db"),
+        ("garbage", ["-o", "out.jsonl", "--store", "notes.txt"], "error: notes.txt is not a usable focuscrawl crawl store"),
+        ("store", ["-o", "out.txt"], "error: cannot tell the output format from out.txt"),
+        ("store", [], "error: no output file: use -o FILE"),
+        ("store", ["-o", "out.csv", "--min-score", "high"], "error: --min-score must be a number"),
+    ],
+    ids=["no-store", "no-store-in-jobdir", "not-a-store", "unknown-extension", "no-output", "bad-score"],
+)
+def test_errors_are_one_line_and_exit_code_2(project, setup, args, message):
+    if setup == "garbage":
+        (project / "notes.txt").write_text("shopping list\n" * 100)
+    elif setup == "store":
+        fill(project / "crawl.db")
+    result = scrapy(project, *args)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert result.stderr.startswith(message), result.stderr
+    assert not list(project.glob("out.*"))

@@ -1,0 +1,68 @@
+"""The link-reward learner: it learns which links lead to relevant pages, and credits hubs."""
+
+from focuscrawl.learning import LinkContext, LinkRewardLearner, OnlineLinearRegressor, link_features
+
+
+def feats(url, anchor, parent_score=0.5, parent="http://a.test/"):
+    return link_features(LinkContext(url, anchor, "", parent, parent_score, 1))
+
+
+def test_regressor_partial_fit_moves_predictions_toward_targets():
+    model = OnlineLinearRegressor(bits=12)
+    x_pos, x_neg = [("w:comet", 1.0), ("bias", 1.0)], [("w:soup", 1.0), ("bias", 1.0)]
+    for _ in range(50):
+        model.partial_fit([x_pos, x_neg], [1.0, 0.0])
+    assert model.predict_one(x_pos) > 0.8
+    assert model.predict_one(x_neg) < 0.2
+    top = max(model.contributions(x_pos), key=lambda kv: kv[1])
+    assert top[0] == "w:comet"
+
+
+def test_rewarded_links_outrank_punished_links():
+    learner = LinkRewardLearner(exploration=0.0)
+    good, bad = feats("http://a.test/astro/c.html", "comet watch"), feats("http://a.test/cook/s.html", "soup recipes")
+    assert learner.score(good, "http://a.test/astro/c.html") == learner.score(bad, "http://a.test/cook/s.html")
+    for i in range(15):
+        learner.observe(f"http://a.test/astro/{i}.html", "http://a.test/", good, 0.95, True)
+        learner.observe(f"http://a.test/cook/{i}.html", "http://a.test/", bad, 0.0, False)
+    fresh_good = feats("http://b.test/astro/new.html", "comet photos")
+    fresh_bad = feats("http://b.test/cook/new.html", "soup bowls")
+    assert learner.score(fresh_good, "http://b.test/astro/new.html") > learner.score(fresh_bad, "http://b.test/cook/new.html") + 0.2
+    assert learner.hosts["a.test"].fetched == 30 and learner.hosts["a.test"].relevant == 15
+
+
+def test_credit_flows_back_to_the_hub_that_led_to_relevant_pages():
+    learner = LinkRewardLearner(exploration=0.0, credit_decay=0.5)
+    hub_link = feats("http://a.test/links.html", "useful links")
+    learner.observe("http://a.test/links.html", "http://a.test/", hub_link, 0.1, False)
+    before = learner.nodes["http://a.test/links.html"].value(0.5)
+    learner.observe("http://a.test/astro/1.html", "http://a.test/links.html", feats("http://a.test/astro/1.html", "x"), 1.0, True)
+    hub = learner.nodes["http://a.test/links.html"]
+    assert hub.best_child == 1.0
+    assert hub.value(0.5) > before
+    # an irrelevant child does not lower what the hub has shown it can lead to
+    learner.observe("http://a.test/cook/1.html", "http://a.test/links.html", feats("http://a.test/cook/1.html", "y"), 0.0, False)
+    assert hub.best_child == 1.0
+
+
+def test_exploration_bonus_shrinks_with_evidence():
+    learner = LinkRewardLearner(exploration=0.4)
+    fresh = learner.bonus("http://new.test/a/x.html")
+    for i in range(20):
+        learner.observe(f"http://old.test/a/{i}.html", None, None, 0.0, False)
+    assert learner.bonus("http://old.test/a/y.html") < fresh / 3
+    assert learner.bonus("http://new.test/a/x.html") == fresh
+
+
+def test_version_moves_as_the_learner_learns():
+    learner = LinkRewardLearner(version_every=4)
+    for i in range(8):
+        learner.observe(f"http://a.test/{i}", None, None, 0.0, False)
+    assert learner.version == 2
+
+
+def test_explain_names_the_strongest_features():
+    learner = LinkRewardLearner(exploration=0.0)
+    f = feats("http://a.test/astro/c.html", "comet", parent_score=0.9)
+    names = [name for name, _ in learner.explain(f, "http://a.test/astro/c.html")]
+    assert names[0] == "parent_score"
