@@ -39,6 +39,12 @@ ROBOTS_SETTLE_TIMEOUT = 60.0
 CHECKPOINT_FILE = "focus-frontier.pickle"
 
 
+def _parent(request: Request) -> str | None:
+    """The canonical URL of the page a request's link was found on (None for seeds)."""
+    parent = (request.meta.get("focus_link") or {}).get("parent_url")
+    return canonicalize(parent) if parent else None
+
+
 class FocusScheduler:
     def __init__(self, crawler):
         self.crawler = crawler
@@ -148,6 +154,9 @@ class FocusScheduler:
             self.stats.inc_value("focus/dupes_filtered")
             if meta.get("redirect_times"):
                 return self._refuse(request, "redirect_target_seen")
+            if canonical != request.url:
+                # a session id, tracking parameter or parameter order made this URL look new
+                return self._refuse(request, "canonical_duplicate")
             return False
         reason = None
         if meta.get("redirect_times", 0) > self.max_redirects:
@@ -164,7 +173,8 @@ class FocusScheduler:
         if reason:
             return self._refuse(request, reason)
         features = link_features(self._link_context(canonical, meta))
-        entry = Entry(self.learner.score(features, canonical), canonical, request, features, self.frontier.version)
+        entry = Entry(self.learner.score(features, canonical, _parent(request)), canonical, request, features,
+                      self.frontier.version)
         self.host_admitted[host] = self.host_admitted.get(host, 0) + 1
         pruned = self.frontier.push(host, entry)
         self.stats.inc_value("focus/frontier/enqueued")
@@ -180,6 +190,7 @@ class FocusScheduler:
             url=canonical, anchor=link.get("anchor", ""), context=link.get("context", ""),
             parent_url=link.get("parent_url"), parent_score=link.get("parent_score"),
             depth=meta.get("depth", 0), hops_since_relevant=link.get("hops", 0),
+            link_score=link.get("link_score"),
         )
 
     def _excluded(self, url: str) -> str | None:
@@ -265,7 +276,7 @@ class FocusScheduler:
             self.released += 1
             meta["focus_priority"] = round(entry.priority, 4)
             meta["focus_features"] = entry.features
-            meta["focus_explain"] = self.learner.explain(entry.features, entry.url)
+            meta["focus_explain"] = self.learner.explain(entry.features, entry.url, _parent(request))
             self.stats.inc_value("focus/requests_released")
         else:
             self.stats.inc_value("focus/robots/requests")
@@ -279,7 +290,8 @@ class FocusScheduler:
         )
 
     def _rescore(self, entries: list[Entry]) -> list[float]:
-        return [ROBOTS_PRIORITY if e.features is None else self.learner.score(e.features, e.url) for e in entries]
+        return [ROBOTS_PRIORITY if e.features is None else self.learner.score(e.features, e.url, _parent(e.payload))
+                for e in entries]
 
     def _schedule_wakeup(self, soon: bool = False) -> None:
         """Ask the engine for the next request when the earliest waiting host becomes ready
@@ -388,17 +400,17 @@ class FocusScheduler:
     # --- feedback from the spider (the learner's reward) --------------------------------------
     def _on_page_scored(self, request, response, page, links=None, spider=None):
         meta = request.meta
-        if page.score is None:
+        wasted = page.score is None
+        if wasted:
             reward, relevant = WASTE_REWARD, False
         else:
-            reward, relevant = float(page.score), bool(page.relevant)
-        link = meta.get("focus_link") or {}
-        parent = link.get("parent_url")
-        self.learner.observe(canonicalize(page.final_url or request.url),
-                             canonicalize(parent) if parent else None,
-                             meta.get("focus_features"), reward, relevant)
-        if self.frontier.version % 8 == 0:
-            self.frontier.rescore_stale(self._rescore, limit=200)
+            relevant = bool(page.relevant)
+            # the crawl is judged on relevant pages found: a relevant page is worth a full point,
+            # an irrelevant one little, whatever its exact probability
+            reward = 1.0 if relevant else 0.25 * float(page.score)
+        self.learner.observe(canonicalize(page.final_url or request.url), _parent(request),
+                             meta.get("focus_features"), reward, relevant, wasted)
+        self.frontier.rescore_stale(self._rescore, limit=64)
 
     # --- spill and checkpoint (JOBDIR) --------------------------------------------------------
     def _spill(self, entries: list[Entry]) -> None:

@@ -43,6 +43,12 @@ TELNETCONSOLE_ENABLED = False
 HTTPERROR_ALLOW_ALL = True  # every status reaches the spider, so every fetch is recorded and learned from
 AUTOTHROTTLE_ENABLED = False  # the adaptive per-host delay replaces it
 
+# Twisted's pool would re-send a request on a reset keep-alive connection behind the frontier's back.
+DOWNLOAD_HANDLERS = {
+    "http": "focuscrawl.handlers.PoliteHTTP11DownloadHandler",
+    "https": "focuscrawl.handlers.PoliteHTTP11DownloadHandler",
+}
+
 # --- the crawl brain ---------------------------------------------------------------------------
 SCHEDULER = "focuscrawl.scheduler.FocusScheduler"
 

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -146,7 +145,7 @@ def write_warc(path: Path, records: dict) -> Path:
 
 @pytest.fixture
 def files(tmp_path):
-    warc = write_warc(tmp_path / "ev.warc.gz", RECORDS)
+    write_warc(tmp_path / "ev.warc.gz", RECORDS)
     (tmp_path / "labels.tsv").write_text("url\tlabel\n" + "".join(f"{u}\t{l}\n" for u, l in LABELS.items()))
     (tmp_path / "seeds.txt").write_text(f"{H}/\n")
     (tmp_path / "model.joblib").write_bytes(b"not used before the crawl starts")

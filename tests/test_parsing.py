@@ -288,3 +288,68 @@ def test_a_link_inside_a_sentence_keeps_its_words_in_the_text():
             b"<ul><li><a href='/notes'>Lecture notes</a> for week one</li></ul>")
     parsed = parse_html(body, "http://a.example/")
     assert parsed.text == "Read the course syllabus before class. Lecture notes for week one"
+
+
+# --- lenient markup: what 1996 browsers forgave ------------------------------------------------
+
+def test_an_unclosed_comment_ends_at_the_next_tag_end():
+    body = (b"<html><head><title>Home</title></head><body>\n"
+            b"<!-- text=\"#ffffff\" link=\"#ffffff\">\n<h3>Welcome</h3>\n"
+            b"<a href='/one.html'>One</a> and <a href='/two.html'>Two</a>\n"
+            b"<!--A HREF=\"/old.html\">Old<!--/A> words after\n</body></html>")
+    parsed = parse_html(body, "http://a.example/")
+    assert [link.url for link in parsed.links] == ["http://a.example/one.html",
+                                                   "http://a.example/two.html"]
+    assert parsed.links[1].anchor == "Two"
+    assert parsed.text == "Welcome One and Two Old words after"
+
+
+def test_an_unclosed_comment_before_a_closed_one_does_not_swallow_the_page():
+    body = (b"<!-- Changed 1996 -->\n<!-- img src=\"title.jpg\">\n<h2>News</h2>"
+            b"<a href='/hw4.html'>Homework 4</a> is on-line.<!-- hhmts end -->")
+    parsed = parse_html(body, "http://a.example/")
+    assert [link.url for link in parsed.links] == ["http://a.example/hw4.html"]
+    assert parsed.text == "News Homework 4 is on-line."
+
+
+def test_a_closed_comment_still_hides_the_links_inside_it():
+    body = (b"<ul><li><a href='/a'>A</a>\n<!--\n<li><a href='/old'>Old</a>\n-->\n"
+            b"<!-- <a href='/older'>Older</a> --><!----><!--><li><a href='/b'>B</a></ul>"
+            b"<script>var s = '<!--'; </script><a href='/c'>C</a>")
+    parsed = parse_html(body, "http://a.example/")
+    assert [link.url for link in parsed.links] == [
+        "http://a.example/a", "http://a.example/b", "http://a.example/c"]
+    assert "Old" not in parsed.text
+
+
+def test_an_unclosed_href_quote_does_not_eat_the_next_link():
+    body = (b"<p>See [<a href=\"kalra92.html>Kalra92</a>] and [<a href=\"platt81.html\">Platt81</a>]"
+            b" <img src=\"x.gif\" alt=\"a > b\"> <a href='/q' title='x > y'>Q</a></p>")
+    parsed = parse_html(body, "http://a.example/d/")
+    assert [(link.url, link.anchor) for link in parsed.links] == [
+        ("http://a.example/d/kalra92.html", "Kalra92"),
+        ("http://a.example/d/platt81.html", "Platt81"),
+        ("http://a.example/q", "Q"),
+    ]
+
+
+def test_wa_markers_inside_links_and_comments_are_ignored():
+    body = (b"<td><!WA0><!WA0><a href=\"/x.html\"><!WA1><img alt=\"o\" src=\"o.gif\">X page</a>"
+            b"<!-- note <!WA2> --><!wa13><!WA3><A HREF=\"/y.html\">Y</A><!WA4>-<!WA5></td>")
+    parsed = parse_html(body, "http://a.example/")
+    assert [(link.url, link.anchor) for link in parsed.links] == [
+        ("http://a.example/x.html", "X page"), ("http://a.example/y.html", "Y")]
+    assert "WA" not in parsed.text
+
+
+def test_links_after_the_end_of_the_document_and_in_noframes_are_kept():
+    body = (b"<html><head><title>T</title></head><frameset rows=\"*,180\"><frame src=\"top.html\">"
+            b"<frameset cols=\"*,*\"><frame src=\"left.html\">\n<noframes><body>Index: "
+            b"<a href=\"/people.html\">People</a></noframes></frameset>"
+            b"</body></html>\n<a\nhref=\"/after.html\">After the end</a>")
+    parsed = parse_html(body, "http://a.example/")
+    by_url = {link.url: link for link in parsed.links}
+    assert list(by_url) == ["http://a.example/top.html", "http://a.example/left.html",
+                            "http://a.example/people.html", "http://a.example/after.html"]
+    assert by_url["http://a.example/after.html"].anchor == "After the end"
+    assert "<" not in parsed.text and "People" in parsed.text

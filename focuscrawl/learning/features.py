@@ -43,6 +43,7 @@ class LinkContext:
     parent_score: float | None = None  # None for seeds
     depth: int = 0
     hops_since_relevant: int = 0  # 0: the parent page was relevant (or this is a seed)
+    link_score: float | None = None  # the topic model's score of the link's own words
 
 
 def link_features(link: LinkContext) -> tuple[tuple[str, float], ...]:
@@ -63,6 +64,9 @@ def link_features(link: LinkContext) -> tuple[tuple[str, float], ...]:
         feats.append(("ps:%d" % min(9, int(link.parent_score * 10)), 1.0))
         same_host = link.parent_url is not None and host_key(link.parent_url) == host_key(link.url)
         feats.append(("same_host" if same_host else "cross_host", 1.0))
+    if link.link_score is not None:
+        feats.append(("link_score", float(link.link_score)))
+        feats.append(("ls:%d" % min(9, int(link.link_score * 10)), 1.0))
     feats.append(("hops:%d" % min(link.hops_since_relevant, 5), 1.0))
     feats.append(("depth:%d" % min(link.depth, 10), 1.0))
     return tuple(feats)

@@ -78,17 +78,30 @@ class OnlineLinearRegressor:
 
 
 class _Yield:
-    """Fetched pages and relevant pages under one host or path prefix."""
+    """Fetched, relevant and wasted (404, error, useless) pages under one host, path prefix or
+    parent page."""
 
-    __slots__ = ("fetched", "relevant")
+    __slots__ = ("fetched", "relevant", "wasted")
 
     def __init__(self) -> None:
         self.fetched = 0
         self.relevant = 0
+        self.wasted = 0
 
     def rate(self) -> float:
         # Beta(1, 3) prior: an unknown place is assumed to yield 25%
         return (self.relevant + 1.0) / (self.fetched + 4.0)
+
+    def waste(self) -> float:
+        return (self.wasted + 0.5) / (self.fetched + 2.0)
+
+    def uncertainty(self) -> float:
+        """Standard deviation of the Beta posterior of the yield: what one more look could teach."""
+        a, b = self.relevant + 1.0, self.fetched - self.relevant + 3.0
+        return math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+
+
+_UNSEEN = _Yield()
 
 
 class _PathNode:
@@ -111,7 +124,9 @@ class LinkRewardLearner:
     def __init__(self, credit_decay: float = 0.5, exploration: float = 0.3, credit_hops: int = 3,
                  max_nodes: int = 200_000, version_every: int = 16, bits: int = 20):
         self.model = OnlineLinearRegressor(
-            bits=bits, prior={"bias": 0.1, "seed": 0.6, "parent_score": 0.5, "host_yield": 0.3, "prefix_yield": 0.3}
+            bits=bits, prior={"bias": 0.1, "seed": 0.6, "parent_score": 0.5, "host_yield": 0.3, "prefix_yield": 0.3,
+                               "sibling_yield": 0.3, "host_waste": -0.2, "prefix_waste": -0.2,
+                               "link_score": 0.5}
         )
         self.credit_decay = credit_decay
         self.exploration = exploration
@@ -120,47 +135,69 @@ class LinkRewardLearner:
         self.version_every = max(1, version_every)
         self.hosts: dict[str, _Yield] = {}
         self.prefixes: dict[str, _Yield] = {}
+        self.children: dict[str, _Yield] = {}  # parent page -> how its fetched links paid off
         self.nodes: OrderedDict[str, _PathNode] = OrderedDict()
         self.observations = 0
         self.version = 0
 
     # --- scoring ------------------------------------------------------------------------------
-    def _dynamic(self, url: str) -> list[tuple[str, float]]:
-        host = self.hosts.get(host_key(url))
-        prefix = self.prefixes.get(path_prefix(url))
-        return [("host_yield", host.rate() if host else 0.25), ("prefix_yield", prefix.rate() if prefix else 0.25)]
+    def _places(self, url: str, parent: str | None) -> tuple[_Yield, _Yield, _Yield | None]:
+        host = self.hosts.get(host_key(url), _UNSEEN)
+        prefix = self.prefixes.get(path_prefix(url), _UNSEEN)
+        siblings = self.children.get(parent) if parent else None
+        return host, prefix, siblings
 
-    def bonus(self, url: str) -> float:
-        host = self.hosts.get(host_key(url))
-        prefix = self.prefixes.get(path_prefix(url))
-        n_host = host.fetched if host else 0
-        n_prefix = prefix.fetched if prefix else 0
-        return self.exploration * 0.5 * (1 / math.sqrt(1 + n_host) + 1 / math.sqrt(1 + n_prefix))
+    def _dynamic(self, url: str, parent: str | None = None) -> list[tuple[str, float]]:
+        """Evidence that changes as the crawl goes: how the link's host, path prefix and
+        siblings (links from the same page) have paid off so far."""
+        host, prefix, siblings = self._places(url, parent)
+        feats = [("host_yield", host.rate()), ("prefix_yield", prefix.rate()),
+                 ("host_waste", host.waste()), ("prefix_waste", prefix.waste())]
+        if host.fetched == 0:
+            feats.append(("host_unseen", 1.0))
+        if siblings is not None and siblings.fetched:
+            feats.append(("sibling_yield", siblings.rate()))
+            feats.append(("sibling_waste", siblings.waste()))
+        return feats
 
-    def score(self, features: Features, url: str) -> float:
-        return self.model.predict_one(list(features) + self._dynamic(url)) + self.bonus(url)
+    def bonus(self, url: str, parent: str | None = None) -> float:
+        """Optimism under uncertainty: places we know little about get a bonus that shrinks as
+        their yield becomes known."""
+        host, prefix, _ = self._places(url, parent)
+        return self.exploration * (host.uncertainty() + prefix.uncertainty())
 
-    def score_many(self, items: Sequence[tuple[Features, str]]) -> list[float]:
-        return [self.score(f, u) for f, u in items]
+    def score(self, features: Features, url: str, parent: str | None = None) -> float:
+        return self.model.predict_one(list(features) + self._dynamic(url, parent)) + self.bonus(url, parent)
 
-    def explain(self, features: Features, url: str, top: int = 3) -> list[tuple[str, float]]:
+    def score_many(self, items: Sequence[tuple[Features, str, str | None]]) -> list[float]:
+        return [self.score(f, u, p) for f, u, p in items]
+
+    def explain(self, features: Features, url: str, parent: str | None = None, top: int = 3) -> list[tuple[str, float]]:
         """The features that contributed most to a link's priority (by absolute contribution)."""
-        parts = self.model.contributions(list(features) + self._dynamic(url))
-        parts.append(("exploration", self.bonus(url)))
+        parts = self.model.contributions(list(features) + self._dynamic(url, parent))
+        parts.append(("exploration", self.bonus(url, parent)))
         parts.sort(key=lambda kv: abs(kv[1]), reverse=True)
         return [(name, round(value, 4)) for name, value in parts[:top]]
 
     # --- learning -----------------------------------------------------------------------------
     def observe(self, url: str, parent_url: str | None, features: Features | None, reward: float,
-                relevant: bool) -> None:
-        """A page reached by a link with ``features`` (from ``parent_url``) was worth ``reward``."""
+                relevant: bool, wasted: bool = False) -> None:
+        """A page reached by a link with ``features`` (from ``parent_url``) was worth ``reward``;
+        ``wasted``: the request bought nothing (404, error, useless type, duplicate)."""
         self.observations += 1
-        for table, key in ((self.hosts, host_key(url)), (self.prefixes, path_prefix(url))):
+        self._train_link(features, url, parent_url, reward)  # as scored before this outcome was known
+        places = [(self.hosts, host_key(url)), (self.prefixes, path_prefix(url))]
+        if parent_url:
+            places.append((self.children, parent_url))
+        for table, key in places:
             stats = table.get(key)
             if stats is None:
                 stats = table[key] = _Yield()
+                if table is self.children and len(table) > self.max_nodes:
+                    table.pop(next(iter(table)))
             stats.fetched += 1
             stats.relevant += int(relevant)
+            stats.wasted += int(wasted)
         node = self.nodes.get(url)
         if node is None:
             node = _PathNode(tuple(features or ()), url, parent_url, reward)
@@ -169,7 +206,6 @@ class LinkRewardLearner:
                 self.nodes.popitem(last=False)
         else:
             node.reward = reward
-        self._train(node)
         # credit flows back to ancestors whose best child just improved
         child_value = node.value(self.credit_decay)
         parent_key = node.parent
@@ -186,8 +222,11 @@ class LinkRewardLearner:
             self.version += 1
 
     def _train(self, node: _PathNode) -> None:
-        if node.features:
-            self.model.partial_fit([list(node.features) + self._dynamic(node.url)], [node.value(self.credit_decay)])
+        self._train_link(node.features, node.url, node.parent, node.value(self.credit_decay))
+
+    def _train_link(self, features: Features | None, url: str, parent: str | None, target: float) -> None:
+        if features:
+            self.model.partial_fit([list(features) + self._dynamic(url, parent)], [target])
 
     def host_stats(self, host: str) -> tuple[int, int]:
         stats = self.hosts.get(host)

@@ -52,12 +52,22 @@ MAX_WORDS_PER_LINK = 4
 #: Furniture holding more than this share of the page's words stays (a page inside one <form>).
 MAX_FURNITURE_SHARE = 0.5
 
-_WA_MARKER = re.compile(rb"<!WA\d*>", re.IGNORECASE)
+_WA_MARKER = re.compile(r"<!WA\d*>", re.IGNORECASE)
 _FLATTEN = re.compile(
     rb"</?(?!(?:a|area|base|meta|title|head|body|html|script|style|noscript|frame|iframe|img)\b)"
     rb"[a-zA-Z][^>]*>"
 )
 _SPLIT = re.compile(r"[^a-z0-9]+")
+#: Where lenient repair looks: a comment opening, or raw-text elements it must step over.
+_COMMENT_OR_RAW = re.compile(r"<!--|<(script|style|xmp|plaintext)\b", re.IGNORECASE)
+_RAW_END = {
+    name: re.compile(rf"</{name}\s*>", re.IGNORECASE) for name in ("script", "style", "xmp", "plaintext")
+}
+#: A quoted attribute value that runs into a ``>`` before its closing quote (``href="a.html>``).
+_OPEN_QUOTE = re.compile(r"""(?<=[\w.:-])(\s*=\s*)(["'])([^"'<>]*)>""")
+#: Tags that make libxml2 hide what follows: content after ``</body>`` / ``</html>`` is dropped,
+#: ``<noframes>`` content is kept as raw text, not markup.
+_HIDING_TAGS = re.compile(r"</?noframes\b[^>]*>|</(?:body|html)\s*>", re.IGNORECASE)
 
 
 @dataclass
@@ -98,7 +108,7 @@ def parse_html(
 
 def _parse(text: str):
     """The lxml document root, or None when there is nothing to parse."""
-    data = _WA_MARKER.sub(b"", text.replace("\x00", " ").encode("utf-8", "replace"))
+    data = _lenient(_WA_MARKER.sub("", text.replace("\x00", " "))).encode("utf-8", "replace")
     if not data.strip():
         return None
     parser = lxml.html.HTMLParser(
@@ -113,6 +123,63 @@ def _parse(text: str):
         return root
     except (lxml.etree.ParserError, ValueError, TypeError):
         return None
+
+
+def _lenient(text: str) -> str:
+    """Repair the markup the way browsers of the 1990s read it, before libxml2 sees it.
+
+    * Comments are removed here. An ``<!--`` with no ``-->`` after it, or with another ``<!--``
+      before its ``-->`` (comments do not nest), is unterminated: it ends at the next ``>``, as
+      in Mosaic and Netscape, instead of swallowing the rest of the page.
+    * A quoted attribute value whose closing quote comes only after the next tag
+      (``<a href="a.html>A</a> <a href="b.html">``) is closed at its first ``>``.
+    * ``</body>``, ``</html>`` and ``<noframes>`` tags are dropped, so links after the end of
+      the document or in the no-frames body are kept.
+
+    Script and style content is left as it is.
+    """
+    if "<!--" in text:
+        text = _repair_comments(text)
+    if "=" in text:
+        text = _OPEN_QUOTE.sub(_close_quote, text)
+    return _HIDING_TAGS.sub(" ", text)
+
+
+def _repair_comments(text: str) -> str:
+    out: list[str] = []
+    pos = 0
+    n = len(text)
+    while pos < n:
+        m = _COMMENT_OR_RAW.search(text, pos)
+        if m is None:
+            break
+        start = m.start()
+        if m.group(1):  # a raw-text element: copy it through its end tag
+            end = _RAW_END[m.group(1).lower()].search(text, m.end())
+            stop = end.end() if end else n
+            out.append(text[pos:stop])
+            pos = stop
+            continue
+        out.append(text[pos:start])
+        close = text.find("-->", start + 2)  # from +2: "<!-->" and "<!--->" are empty comments
+        reopen = text.find("<!--", start + 4)
+        if close >= 0 and (reopen < 0 or close < reopen):
+            pos = close + 3
+        else:  # unterminated: ends at the next '>'
+            gt = text.find(">", start + 4)
+            pos = gt + 1 if gt >= 0 else n
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _close_quote(m: re.Match) -> str:
+    """``_OPEN_QUOTE``: close the quote at ``>`` when its closing quote comes only after a ``<``."""
+    text, after = m.string, m.end()
+    quote = text.find(m.group(2), after)
+    lt = text.find("<", after)
+    if quote >= 0 and (lt < 0 or quote < lt):
+        return m.group(0)  # a '>' inside a well-closed value (alt="a > b")
+    return f"{m.group(1)}{m.group(2)}{m.group(3)}{m.group(2)}>"
 
 
 def _words(text: str | None) -> list[str]:

@@ -21,6 +21,7 @@ from focuscrawl.dedup import content_hash
 from focuscrawl.items import PageItem
 from focuscrawl.parsing import parse_html
 from focuscrawl.relevance import ModelError, TopicModel
+from focuscrawl.urls import url_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -109,12 +110,16 @@ class FocusedSpider(scrapy.Spider):
         yield page
         hops = 0 if page.relevant else request.meta.get("focus_link", {}).get("hops", 0) + 1
         depth = request.meta.get("depth", 0) + 1
-        for link in links:
+        # The topic model reads each link's words too (anchor, context, URL): a link that talks
+        # like the topic is a good bet before the learner knows anything.
+        link_scores = self.model.score_many(
+            [(link.anchor, f"{link.context} {' '.join(url_tokens(link.url))}") for link in links]) if links else []
+        for link, link_score in zip(links, link_scores):
             yield scrapy.Request(
                 link.url, callback=self.parse, errback=self.fetch_failed,
                 meta={"depth": depth, "focus_link": {
                     "anchor": link.anchor, "context": link.context, "parent_url": response.url,
-                    "parent_score": page.score, "hops": hops,
+                    "parent_score": page.score, "hops": hops, "link_score": round(float(link_score), 4),
                 }},
             )
 

@@ -238,6 +238,7 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self):
         super().setup()
         self.conn_id = self.server.web._register(self.connection)
+        self.served = 0  # requests already answered on this connection
 
     def finish(self):
         try:
@@ -270,7 +271,11 @@ class _Handler(BaseHTTPRequestHandler):
         }
         web._begin()
         try:
-            reply = web._route(srv.site, path)
+            reused, self.served = self.served > 0, self.served + 1
+            if reused and srv.site == "reset" and path == "/" and web.reset_reused_home:
+                reply = Reply(kind="reset")  # a keep-alive connection dropped as it is reused
+            else:
+                reply = web._route(srv.site, path)
             getattr(self, f"_send_{reply.kind}")(reply, method == "HEAD")
         except OSError:  # reset, broken pipe, timeout: the client or we gave up
             self.close_connection = True
@@ -373,13 +378,17 @@ class HostileWeb:
     """Thirteen hostile hosts on 127.0.0.1; ``start()`` returns self; also a context manager.
 
     ``trickle_seconds`` bounds the one-byte-per-second body (at most 60); ``lifetime`` stops the
-    whole web by itself; ``log_path`` also appends every record there as JSON lines."""
+    whole web by itself; ``log_path`` also appends every record there as JSON lines;
+    ``reset_reused_home``: the reset host's home page resets the connection when asked for on a
+    connection that already served a request (a crawler asks for it right after robots.txt),
+    and answers normally on a fresh one."""
 
     def __init__(self, trickle_seconds: int = TRICKLE_MAX_SECONDS, lifetime: float = 600.0,
-                 log_path=None):
+                 log_path=None, reset_reused_home: bool = False):
         self.trickle_seconds = max(1, min(int(trickle_seconds), TRICKLE_MAX_SECONDS))
         self.lifetime = lifetime
         self.log_path = log_path
+        self.reset_reused_home = reset_reused_home
         self.hosts: dict[str, str] = {}
         self._servers: dict[str, _Server] = {}
         self._threads: list[threading.Thread] = []
