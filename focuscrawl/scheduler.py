@@ -15,10 +15,8 @@ Feedback arrives through signals: ``response_downloaded`` (latency, status, Retr
 from __future__ import annotations
 
 import logging
-import os
-import pickle
 import time
-from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -27,16 +25,19 @@ from twisted.internet import reactor
 
 from focuscrawl import signals as focus_signals
 from focuscrawl.frontier import Entry, Frontier, SeenSet
+from focuscrawl.jobdir import JobDir, JobDirError
 from focuscrawl.learning import LinkContext, LinkRewardLearner, link_features
 from focuscrawl.learning.learner import WASTE_REWARD
 from focuscrawl.politeness import DelayPolicy, ExclusionList, HostTiming, RobotsRules, RobotsState, TrapRules
-from focuscrawl.urls import canonicalize, host_key, robots_url
+from focuscrawl.urls import canonicalize, extension, host_key, robots_url
 
 logger = logging.getLogger(__name__)
 
 ROBOTS_PRIORITY = float("inf")
 ROBOTS_SETTLE_TIMEOUT = 60.0
-CHECKPOINT_FILE = "focus-frontier.pickle"
+MAX_SITEMAPS_PER_HOST = 20
+#: extensions that name a page: no HEAD check needed before fetching
+PAGE_EXTENSIONS = frozenset({"html", "htm", "shtml", "xhtml", "php", "asp", "aspx", "jsp", "cfm", "cgi", "pl"})
 
 
 def _parent(request: Request) -> str | None:
@@ -88,7 +89,12 @@ class FocusScheduler:
         self.host_budget = s.getint("FOCUS_HOST_BUDGET", 0)
         self.max_redirects = s.getint("FOCUS_MAX_REDIRECTS", 3)
         self.threshold = s.getfloat("FOCUS_RELEVANCE_THRESHOLD", 0.5)
+        self.allowed_domains = [d.lower().lstrip(".") for d in s.getlist("FOCUS_ALLOWED_DOMAINS")]
+        self.follow_sitemaps = s.getbool("FOCUS_FOLLOW_SITEMAPS", True)
+        self.head_check = s.getbool("FOCUS_HEAD_CHECK", False)
         self.jobdir = s.get("JOBDIR")
+        self.job: JobDir | None = None
+        self._restoring = False
         self.checkpoint_seconds = s.getfloat("FOCUS_CHECKPOINT_SECONDS", 30.0)
         self.patience = s.getfloat("FOCUS_PATIENCE", 2.0)
         self.patience_margin = s.getfloat("FOCUS_PATIENCE_MARGIN", 0.25)
@@ -119,15 +125,21 @@ class FocusScheduler:
         downloader._jitter = 0.0
         for slot_settings in downloader.per_slot_settings.values():
             slot_settings["delay"] = 0.0
+        sig.connect(self._on_item_done, signal=signals.item_scraped)
+        sig.connect(self._on_item_done, signal=signals.item_dropped)
         if self.jobdir:
+            self.job = JobDir(self.jobdir)
+            self._restoring = True
             self._restore()
+            self._restoring = False
         return None
 
     def close(self, reason):
         if self._wakeup is not None and self._wakeup.active():
             self._wakeup.cancel()
-        if self.jobdir:
+        if self.job is not None:
             self._checkpoint()
+            self.job.close()
         self.stats.set_value("focus/frontier/left", len(self.frontier))
         self.stats.set_value("focus/frontier/rescored", self.frontier.rescored)
         self.stats.set_value("focus/frontier/pruned", self.frontier.pruned)
@@ -137,7 +149,7 @@ class FocusScheduler:
     def has_pending_requests(self) -> bool:
         if self.budget and self.released >= self.budget:
             return False
-        return len(self.frontier) > 0
+        return len(self.frontier) > 0 or (self.job is not None and self.job.has_spill())
 
     def __len__(self) -> int:
         return len(self.frontier)
@@ -161,8 +173,9 @@ class FocusScheduler:
         reason = None
         if meta.get("redirect_times", 0) > self.max_redirects:
             reason = "too_many_redirects"
-        reason = reason or self.traps.check(canonical, meta.get("depth", 0))
-        reason = reason or self._excluded(request.url)
+        if not reason and not meta.get("focus_sitemap"):  # a sitemap may well be .xml.gz
+            reason = self.traps.check(canonical, meta.get("depth", 0))
+        reason = reason or self._excluded(request.url) or self._out_of_scope(canonical)
         host = host_key(canonical)
         if not reason and self.host_budget and self.host_admitted.get(host, 0) >= self.host_budget:
             reason = "host_budget"
@@ -177,6 +190,8 @@ class FocusScheduler:
                       self.frontier.version)
         self.host_admitted[host] = self.host_admitted.get(host, 0) + 1
         pruned = self.frontier.push(host, entry)
+        if self.job is not None and not self._restoring:
+            self.job.append(("enq", self._request_dict(request)))
         self.stats.inc_value("focus/frontier/enqueued")
         if pruned:
             self.stats.inc_value("focus/frontier/pruned", len(pruned))
@@ -192,6 +207,14 @@ class FocusScheduler:
             depth=meta.get("depth", 0), hops_since_relevant=link.get("hops", 0),
             link_score=link.get("link_score"),
         )
+
+    def _out_of_scope(self, canonical: str) -> str | None:
+        if not self.allowed_domains:
+            return None
+        host = host_key(canonical).split(":")[0]
+        if any(host == d or host.endswith("." + d) for d in self.allowed_domains):
+            return None
+        return "out_of_scope"
 
     def _excluded(self, url: str) -> str | None:
         if self.exclusion is None:
@@ -219,11 +242,14 @@ class FocusScheduler:
                 logger.warning("robots.txt of %s was fetched but never applied; releasing the host", host)
                 self._robots_pending.pop(host)
                 self.frontier.release(host, now)
-        if self.jobdir and now - self._last_checkpoint >= self.checkpoint_seconds:
+        if self.job is not None and now - self._last_checkpoint >= self.checkpoint_seconds:
             self._checkpoint()
         for _ in range(10_000):
             popped = self.frontier.pop(now, rescore=self._rescore)
             if popped is None:
+                if not len(self.frontier) and self.job is not None and self.job.has_spill():
+                    self._unspill()
+                    continue
                 self._schedule_wakeup()
                 return None
             host, entry = popped
@@ -255,6 +281,8 @@ class FocusScheduler:
                 self.stats.inc_value("focus/frontier/held")
                 self._schedule_wakeup(soon=True)
                 return None
+            if self._needs_head_check(request):
+                request = self._head_request(request)
             return self._release(host, request, entry)
         return None
 
@@ -278,9 +306,42 @@ class FocusScheduler:
             meta["focus_features"] = entry.features
             meta["focus_explain"] = self.learner.explain(entry.features, entry.url, _parent(request))
             self.stats.inc_value("focus/requests_released")
+            if self.job is not None:
+                self.job.append(("deq", entry.url))
+                self.job.flush()  # on disk (in the OS) before the request can complete
         else:
             self.stats.inc_value("focus/robots/requests")
         return request
+
+    # --- optional HEAD check of URLs whose type the extension does not tell -------------------
+    def _needs_head_check(self, request: Request) -> bool:
+        meta = request.meta
+        return (self.head_check and request.method == "GET" and not meta.get("focus_head_checked")
+                and not meta.get("focus_sitemap") and not urlsplit(request.url).path.endswith("/")
+                and extension(request.url) not in PAGE_EXTENSIONS)
+
+    def _head_request(self, request: Request) -> Request:
+        head = request.replace(method="HEAD", callback=self._head_checked, errback=self._head_failed)
+        head.meta["focus_head_for"] = request
+        self.stats.inc_value("focus/head/requests")
+        return head
+
+    def _head_checked(self, response):
+        original = response.meta["focus_head_for"]
+        content_type = response.headers.get(b"Content-Type", b"").decode("latin-1").lower()
+        if response.status < 400 and content_type and "html" not in content_type:
+            self.stats.inc_value("focus/head/not_html")
+            self._refuse(original, "head_not_html")
+            return None
+        original.meta["focus_head_checked"] = True
+        original.dont_filter = True  # already in the seen set: it was admitted once
+        return [original]
+
+    def _head_failed(self, failure):
+        original = failure.request.meta["focus_head_for"]
+        original.meta["focus_head_checked"] = True
+        original.dont_filter = True
+        return [original]
 
     def _robots_request(self, host: str, page_url: str) -> Request:
         return Request(
@@ -321,8 +382,15 @@ class FocusScheduler:
         self.stats.inc_value(f"focus/robots/{rules.state.value}")
         self._apply_robots(host, rules)
         self.crawler.signals.send_catch_log(focus_signals.robots_fetched, host=host, rules=rules, response=response)
+        logger.debug("robots.txt of %s (status %s):\n%s", host, response.status, rules.text)
         self._robots_settled(response.request)
-        return None
+        if not (self.follow_sitemaps and rules.sitemaps and hasattr(self.spider, "sitemap_request")):
+            return None
+        # robots.txt in the wild lists relative or odd sitemap URLs: resolve them, keep http(s)
+        urls = [urljoin(response.url, u.strip()) for u in rules.sitemaps[:MAX_SITEMAPS_PER_HOST]]
+        urls = [u for u in urls if u.startswith(("http://", "https://"))]
+        self.stats.inc_value("focus/sitemaps/listed", len(urls))
+        return [self.spider.sitemap_request(url) for url in urls]
 
     def _robots_failed(self, failure):
         request = failure.request
@@ -412,66 +480,105 @@ class FocusScheduler:
                              meta.get("focus_features"), reward, relevant, wasted)
         self.frontier.rescore_stale(self._rescore, limit=64)
 
-    # --- spill and checkpoint (JOBDIR) --------------------------------------------------------
-    def _spill(self, entries: list[Entry]) -> None:
-        if not self.jobdir:
+    # --- spill, checkpoint and resume (JOBDIR) -----------------------------------------------
+    def _on_item_done(self, item, response=None, spider=None, exception=None):
+        """The page's item has been through the pipelines. A duplicate is waste the learner should
+        know about (traps and mirrors show up as duplicates); with JOBDIR, a stored page must
+        not be fetched again on resume."""
+        if getattr(item, "duplicate_of", None):
+            self.learner.mark_wasted(canonicalize(item.final_url or item.url), bool(item.relevant))
+            self.stats.inc_value("focus/learner/duplicates_punished")
+        if self.job is None:
             return
-        path = os.path.join(self.jobdir, "focus-spill.jsonl")
-        import json
+        url = getattr(item, "url", None)
+        final_url = getattr(item, "final_url", None)
+        for u in {url, final_url} - {None, ""}:
+            self.job.append(("done", canonicalize(u)))
+        self.job.flush()
 
-        with open(path, "a", encoding="utf-8") as handle:
-            for e in entries:
-                handle.write(json.dumps({"url": e.payload.url, "priority": e.priority}) + "\n")
+    def _spill(self, entries: list[Entry]) -> None:
+        if self.job is None:
+            return
+        self.job.spill([(host_key(e.url), e.priority, self._request_dict(e.payload), e.features) for e in entries])
+        self.stats.inc_value("focus/frontier/spilled", len(entries))
+
+    def _unspill(self) -> None:
+        rows = self.job.unspill()
+        for host, priority, request_dict, features in rows:
+            request = request_from_dict(request_dict, spider=self.spider)
+            self.frontier.push(host, Entry(priority, canonicalize(request.url), request, _features(features), -1))
+        if rows:
+            logger.info("frontier ran low: %d spilled URLs loaded back", len(rows))
+            self.stats.inc_value("focus/frontier/unspilled", len(rows))
 
     def _checkpoint(self) -> None:
         self._last_checkpoint = time.monotonic()
-        os.makedirs(self.jobdir, exist_ok=True)
         entries = []
         for host, entry in self.frontier.entries():
             if entry.payload.meta.get("focus_robots_for"):
                 continue
             entries.append((host, entry.priority, self._request_dict(entry.payload), entry.features))
         for host, request in self.inflight.items():
+            request = request.meta.get("focus_head_for", request)
             if not request.meta.get("focus_robots_for"):
                 entries.append((host, float("inf"), self._request_dict(request), request.meta.get("focus_features")))
-        state: dict[str, Any] = {
+        self.job.save({
             "entries": entries, "seen": self.seen, "learner": self.learner, "released": self.released,
             "timing": self.timing, "host_admitted": self.host_admitted,
             "robots": {h: (r.text, r.status) for h, r in self.robots.items() if r.state is RobotsState.PARSED},
-        }
-        tmp = os.path.join(self.jobdir, CHECKPOINT_FILE + ".tmp")
-        with open(tmp, "wb") as handle:
-            pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, os.path.join(self.jobdir, CHECKPOINT_FILE))
+        })
         self.stats.inc_value("focus/checkpoints")
 
     def _request_dict(self, request: Request) -> dict:
         return request.to_dict(spider=self.spider)
 
     def _restore(self) -> None:
-        path = os.path.join(self.jobdir, CHECKPOINT_FILE)
-        if not os.path.exists(path):
-            return
+        """Snapshot, then the journal written after it: the frontier, seen set, learner and host
+        state of the last checkpoint, plus every URL discovered since, minus the pages done."""
         try:
-            with open(path, "rb") as handle:
-                state = pickle.load(handle)
-        except Exception as exc:  # a torn or foreign file must not stop the crawl; say so and start afresh
-            logger.error("cannot resume from %s (%s); starting a new crawl", path, exc)
+            state, events = self.job.load()
+        except JobDirError as exc:
+            logger.error("%s; starting a new crawl", exc)
+            self.stats.set_value("focus/resume_failed", 1)
             return
-        self.seen, self.learner = state["seen"], state["learner"]
-        self._seen_version = self.learner.version
-        self.released = state["released"]
-        self.timing = state["timing"]
-        self.host_admitted = state["host_admitted"]
-        for host, (text, status) in state["robots"].items():
-            rules = self.robots[host] = RobotsRules()
-            rules.record_response(200, text.encode("utf-8"), time.monotonic(), self.robots_cache, self.robots_retry)
-            self._apply_robots(host, rules)
-        for host, priority, request_dict, features in state["entries"]:
-            request = request_from_dict(request_dict, spider=self.spider)
-            if features is not None:
-                features = tuple(tuple(f) for f in features)
-            self.frontier.push(host, Entry(priority, canonicalize(request.url), request, features, -1))
-        logger.info("resumed from %s: %d URLs in the frontier, %d seen, %d requests already made",
-                    path, len(self.frontier), len(self.seen), self.released)
+        if state is None and not events:
+            return
+        done = {url for kind, url in events if kind == "done"}
+        if state is not None:
+            self.seen, self.learner = state["seen"], state["learner"]
+            self._seen_version = self.learner.version
+            self.released = state["released"]
+            self.timing = state["timing"]
+            for timing in self.timing.values():
+                timing.backoff_until = 0.0  # monotonic clocks do not survive a restart
+            self.host_admitted = state["host_admitted"]
+            for host, (text, _status) in state["robots"].items():
+                rules = self.robots[host] = RobotsRules()
+                rules.record_response(200, text.encode("utf-8"), time.monotonic(), self.robots_cache,
+                                      self.robots_retry)
+                self._apply_robots(host, rules)
+            for host, priority, request_dict, features in state["entries"]:
+                request = request_from_dict(request_dict, spider=self.spider)
+                canonical = canonicalize(request.url)
+                if canonical not in done:
+                    self.frontier.push(host, Entry(priority, canonical, request, _features(features), -1))
+        replayed = 0
+        for event in events:
+            if event[0] == "deq":
+                self.released += 1
+            elif event[0] == "enq":
+                request = request_from_dict(event[1], spider=self.spider)
+                canonical = canonicalize(request.url)
+                if canonical in done:
+                    self.seen.add(canonical)
+                elif self.enqueue_request(request):
+                    replayed += 1
+        self._checkpoint()  # a clean generation: the replayed journal is folded into the snapshot
+        logger.info("resumed from %s: %d URLs in the frontier (%d from the journal), %d seen, %d pages done "
+                    "since the snapshot, %d requests already made", self.jobdir, len(self.frontier), replayed,
+                    len(self.seen), len(done), self.released)
         self.stats.set_value("focus/resumed", 1)
+
+
+def _features(features):
+    return None if features is None else tuple(tuple(f) for f in features)

@@ -29,7 +29,6 @@ ROBOTSTXT_USER_AGENT = _BOT
 # --- politeness (enforced by the frontier; see focuscrawl/politeness) ------------------------
 ROBOTSTXT_OBEY = True
 DOWNLOAD_DELAY = 1.0
-RANDOMIZE_DOWNLOAD_DELAY = False  # the frontier owns the delay; see FocusScheduler
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 1
 CONCURRENT_REQUESTS_PER_IP = 0
@@ -40,6 +39,7 @@ DOWNLOAD_WARNSIZE = 2 * 1024 * 1024
 RETRY_TIMES = 1
 COOKIES_ENABLED = False
 TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False  # a crawler opens no listening ports unless asked to
 HTTPERROR_ALLOW_ALL = True  # every status reaches the spider, so every fetch is recorded and learned from
 AUTOTHROTTLE_ENABLED = False  # the adaptive per-host delay replaces it
 
@@ -95,6 +95,13 @@ FOCUS_MAX_DEPTH = 30
 FOCUS_MAX_URL_LENGTH = 1024
 FOCUS_MAX_REPEATED_SEGMENTS = 3
 FOCUS_HOST_BUDGET = 0
+# Crawl scope: only these domains (and their subdomains); empty means the whole web.
+FOCUS_ALLOWED_DOMAINS = []
+# Hand the sitemaps listed in robots.txt to the frontier (at most FOCUS_SITEMAP_MAX_URLS URLs each).
+FOCUS_FOLLOW_SITEMAPS = True
+FOCUS_SITEMAP_MAX_URLS = 10_000
+# Check URLs whose extension does not say "page" with a HEAD request before fetching them.
+FOCUS_HEAD_CHECK = False
 # Redirect hops followed for a page (each hop goes back through the frontier and its checks).
 FOCUS_MAX_REDIRECTS = 3
 # Extensions never fetched (Scrapy's list of non-HTML types).

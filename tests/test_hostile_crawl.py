@@ -134,6 +134,7 @@ def crawl(tmp_path_factory):
         web.wait_idle(timeout=10)
         server, hosts, robots = web.log, dict(web.hosts), web.robots
     assert result.returncode == 0, result.stderr[-4000:]
+    (out / "crawl.log").write_text(result.stderr)
     store = CrawlStore(str(out / "crawl.db"))
     try:
         pages = list(store.iter_pages())

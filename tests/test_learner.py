@@ -66,3 +66,13 @@ def test_explain_names_the_strongest_features():
     f = feats("http://a.test/astro/c.html", "comet", parent_score=0.9)
     names = [name for name, _ in learner.explain(f, "http://a.test/astro/c.html")]
     assert names[0] == "parent_score"
+
+
+def test_a_duplicate_found_later_counts_as_waste():
+    learner = LinkRewardLearner(exploration=0.0)
+    f = feats("http://a.test/print/1.html", "printable")
+    learner.observe("http://a.test/print/1.html", "http://a.test/", f, 1.0, True)
+    before = learner.score(f, "http://a.test/print/2.html", "http://a.test/")
+    learner.mark_wasted("http://a.test/print/1.html", relevant_before=True)
+    assert learner.hosts["a.test"].relevant == 0 and learner.hosts["a.test"].wasted == 1
+    assert learner.score(f, "http://a.test/print/2.html", "http://a.test/") < before

@@ -221,6 +221,23 @@ class LinkRewardLearner:
         if self.observations % self.version_every == 0:
             self.version += 1
 
+    def mark_wasted(self, url: str, relevant_before: bool) -> None:
+        """A page turned out to be worthless after all (e.g. a near-duplicate of one already
+        found): count it as waste where it was counted, and teach its link that."""
+        node = self.nodes.get(url)
+        if node is None:
+            return
+        places = [(self.hosts, host_key(url)), (self.prefixes, path_prefix(url))]
+        if node.parent:
+            places.append((self.children, node.parent))
+        for table, key in places:
+            stats = table.get(key)
+            if stats is not None:
+                stats.wasted += 1
+                stats.relevant -= int(relevant_before and stats.relevant > 0)
+        node.reward = WASTE_REWARD
+        self._train(node)
+
     def _train(self, node: _PathNode) -> None:
         self._train_link(node.features, node.url, node.parent, node.value(self.credit_decay))
 

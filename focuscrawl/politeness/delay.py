@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 
 
+SAFETY_MARGIN = 0.01  # seconds
+
+
 @dataclass
 class HostTiming:
     """What the delay policy remembers about one host."""
@@ -53,7 +56,9 @@ class DelayPolicy:
                    timing.adaptive_delay(self.adaptive_factor))
 
     def next_ready(self, host: str, timing: HostTiming, finished_at: float) -> float:
-        return max(finished_at + self.gap(host, timing), timing.backoff_until)
+        # We see a response end a little before the server's log says it ended (buffers, timer
+        # resolution): a small margin keeps the gap whole as the server measures it.
+        return max(finished_at + self.gap(host, timing) + SAFETY_MARGIN, timing.backoff_until)
 
     def record_response(self, timing: HostTiming, latency: float | None, status: int | None,
                         retry_after: str | None, now: float) -> None:

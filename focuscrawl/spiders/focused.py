@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 
 import scrapy
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.gz import gunzip, gzip_magic_number
+from scrapy.utils.sitemap import Sitemap
 
 from focuscrawl import signals as focus_signals
 from focuscrawl.dedup import content_hash
@@ -82,6 +84,39 @@ class FocusedSpider(scrapy.Spider):
             yield scrapy.Request(url, callback=self.parse, errback=self.fetch_failed,
                                  meta={"depth": 0, "focus_link": {"anchor": "", "hops": 0}})
 
+    # --- sitemaps (listed in robots.txt; the scheduler asks for them) -------------------------
+    def sitemap_request(self, url: str) -> scrapy.Request:
+        return scrapy.Request(url, callback=self.parse_sitemap, errback=self.fetch_failed,
+                              meta={"focus_sitemap": True, "focus_link": {"anchor": "", "context": "sitemap"}})
+
+    def parse_sitemap(self, response):
+        """URLs of a sitemap (or the sitemaps of a sitemap index) go to the frontier, valued by
+        what their words say until the learner knows better."""
+        body = response.body
+        if gzip_magic_number(response):
+            try:
+                body = gunzip(body, max_size=self.settings.getint("DOWNLOAD_MAXSIZE"))
+            except Exception as exc:  # noqa: BLE001 - a broken or oversized archive is skipped
+                logger.info("sitemap %s skipped: %s", response.url, exc)
+                return
+        try:
+            sitemap = Sitemap(body)
+        except Exception as exc:  # noqa: BLE001 - not XML: nothing to follow
+            logger.info("sitemap %s is not a sitemap: %s", response.url, exc)
+            return
+        limit = self.settings.getint("FOCUS_SITEMAP_MAX_URLS", 10_000)
+        locations = [entry["loc"] for entry, _ in zip(sitemap, range(limit)) if entry.get("loc")]
+        self.crawler.stats.inc_value("focus/sitemaps/urls", len(locations))
+        if sitemap.type == "sitemapindex":
+            for loc in locations:
+                yield self.sitemap_request(loc)
+            return
+        scores = self.model.score_many([("", " ".join(url_tokens(loc))) for loc in locations]) if locations else []
+        for loc, link_score in zip(locations, scores):
+            yield scrapy.Request(loc, callback=self.parse, errback=self.fetch_failed, meta={
+                "depth": 1, "focus_link": {"anchor": "", "context": "", "parent_url": response.url,
+                                           "parent_score": None, "hops": 1, "link_score": round(float(link_score), 4)}})
+
     # --- responses ----------------------------------------------------------------------------
     def parse(self, response):
         request = response.request
@@ -92,12 +127,17 @@ class FocusedSpider(scrapy.Spider):
             declared = _declared_charset(page.content_type)
             parsed = parse_html(response.body, response.url, declared, page.content_type)
             page.title, page.text, page.encoding = parsed.title, parsed.text, parsed.encoding
+            header_noindex, header_nofollow = _x_robots_tag(response, self.settings.get("ROBOTSTXT_USER_AGENT"))
+            noindex, nofollow = parsed.noindex or header_noindex, parsed.nofollow or header_nofollow
             page.score = self.model.score(parsed.title, parsed.text)
-            page.relevant = page.score >= self.threshold and not parsed.noindex
+            page.relevant = page.score >= self.threshold and not noindex
             page.content_hash = content_hash(parsed.text)
-            if parsed.noindex:
+            if noindex:
                 page.extra["noindex"] = True
-            if not parsed.nofollow:
+                self.crawler.stats.inc_value("focus/pages/noindex")
+            if nofollow:
+                self.crawler.stats.inc_value("focus/pages/nofollow")
+            else:
                 links = [link for link in parsed.links if not link.nofollow]
             page.outlinks = len(links)
             self.crawler.stats.inc_value("focus/pages/scored")
@@ -131,7 +171,7 @@ class FocusedSpider(scrapy.Spider):
         page = PageItem(url=_first_url(request), final_url=request.url, status=0,
                         fetched_at=_now(), depth=request.meta.get("depth", 0),
                         referrer=(request.meta.get("focus_link") or {}).get("parent_url"),
-                        extra={"error": failure.getErrorMessage()[:300]})
+                        extra={"error": failure.getErrorMessage()[:300], **_explanation(request)})
         self.crawler.stats.inc_value("focus/pages/failed")
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=None,
                                             page=page, links=[])
@@ -146,7 +186,34 @@ class FocusedSpider(scrapy.Spider):
             referrer=(request.meta.get("focus_link") or {}).get("parent_url"),
             elapsed=round(float(request.meta.get("download_latency") or 0.0), 4),
             length=len(response.body),
+            extra=_explanation(request),
         )
+
+
+def _x_robots_tag(response, agent: str | None) -> tuple[bool, bool]:
+    """(noindex, nofollow) from X-Robots-Tag headers: ``noindex``, ``nofollow``, ``none``, either
+    for every crawler or prefixed with a user-agent token (``focuscrawl: noindex``)."""
+    noindex = nofollow = False
+    agent = (agent or "").lower()
+    for raw in response.headers.getlist(b"X-Robots-Tag"):
+        value = raw.decode("latin-1").lower()
+        head, sep, rest = value.partition(":")
+        if sep and "," not in head and head.strip() not in ("noindex", "nofollow", "none", "all"):
+            if head.strip() != agent:
+                continue  # a rule for another crawler
+            value = rest
+        words = {w.strip() for w in value.split(",")}
+        noindex |= bool(words & {"noindex", "none"})
+        nofollow |= bool(words & {"nofollow", "none"})
+    return noindex, nofollow
+
+
+def _explanation(request) -> dict:
+    """Why the frontier chose this request: its priority at dequeue and the top features."""
+    meta = request.meta
+    if meta.get("focus_priority") is None:
+        return {}
+    return {"priority": meta["focus_priority"], "why": meta.get("focus_explain") or []}
 
 
 def _first_url(request) -> str:

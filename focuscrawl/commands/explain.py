@@ -1,0 +1,285 @@
+"""``scrapy explain URL...``: why a URL was (or would be) fetched when it was.
+
+Two sources answer, whichever the crawl left behind:
+
+- the crawl store, for a URL already fetched: when, with what status and score, its priority at
+  dequeue and the features that made it (``extra`` = {"priority", "why"}, written by the spider);
+- the JOBDIR frontier checkpoint (``focus-frontier.pickle``), for a URL still waiting: its
+  priority as stored, its priority and top features if the checkpointed learner scored it now,
+  its rank in the frontier and what its host has yielded so far.
+
+A URL matches a stored page by its requested or final URL, as given or canonicalised.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from focuscrawl.commandbase import CommandError, FocusCommand
+from focuscrawl.store import CrawlStore, StoreError, resolve_store_path
+from focuscrawl.urls import canonicalize, host_key
+
+CHECKPOINT_FILE = "focus-frontier.pickle"  # focuscrawl.scheduler.CHECKPOINT_FILE (not imported: it pulls in Twisted's reactor)
+DEFAULT_TOP = 3
+
+
+class Command(FocusCommand):
+    requires_project = False
+    requires_crawler_process = False
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "URL [URL...] [--jobdir DIR | -s JOBDIR=DIR] [--store PATH] [--top N] [--json]"
+
+    def short_desc(self) -> str:
+        return "Explain a URL's priority: from the crawl store if fetched, from the JOBDIR frontier if waiting"
+
+    def long_desc(self) -> str:
+        return (
+            "For each URL, show why the crawl valued it. A fetched URL is looked up in the crawl store "
+            "(--store, else FOCUS_STORE, else JOBDIR/crawl.db, else ./crawl.db): when it was fetched, "
+            "status, score, its priority at dequeue and the features behind it, depth and referrer. "
+            "A URL still waiting is looked up in the JOBDIR checkpoint (focus-frontier.pickle): its "
+            "priority as stored and as the checkpointed learner scores it now, the top features, its "
+            "rank in the frontier and its host's yield. Exit code 1 when a URL is found in neither. "
+            "The checkpoint is a pickle: only explain JOBDIRs you trust."
+        )
+
+    def add_options(self, parser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--jobdir", metavar="DIR", help="the crawl's JOBDIR (same as -s JOBDIR=DIR)")
+        parser.add_argument("--store", metavar="PATH",
+                            help="the crawl store (default: FOCUS_STORE, JOBDIR/crawl.db or ./crawl.db)")
+        parser.add_argument("--top", metavar="N", default=str(DEFAULT_TOP),
+                            help=f"how many features to show (default {DEFAULT_TOP})")
+        parser.add_argument("--json", action="store_true", help="one JSON object per URL, a line each")
+
+    # --- the command --------------------------------------------------------------------------
+    def execute(self, args: list[str], opts) -> None:
+        if not args:
+            raise CommandError(f"no URL given: scrapy explain {self.syntax()}")
+        top = _parse_top(opts.top)
+        jobdir = opts.jobdir or self.settings.get("JOBDIR")
+        if jobdir and not os.path.isdir(jobdir):
+            raise CommandError(f"no JOBDIR at {jobdir}")
+        checkpoint_path = os.path.join(jobdir, CHECKPOINT_FILE) if jobdir else None
+        store_explicit = bool(opts.store or self.settings.get("FOCUS_STORE"))
+        store_path = opts.store or resolve_store_path({"FOCUS_STORE": self.settings.get("FOCUS_STORE"),
+                                                       "JOBDIR": jobdir})
+        has_checkpoint = bool(checkpoint_path and os.path.exists(checkpoint_path))
+        has_store = os.path.exists(store_path)
+        if store_explicit and not has_store:
+            raise CommandError(f"no crawl store at {store_path}")
+        if not has_store and not has_checkpoint:
+            if jobdir:
+                raise CommandError(f"{jobdir} holds neither a frontier checkpoint ({CHECKPOINT_FILE}) nor a crawl "
+                                   f"store ({store_path}); was the crawl run with -s JOBDIR={jobdir}?")
+            raise CommandError(f"no crawl store at {store_path} (use --store PATH, or --jobdir DIR / -s JOBDIR=DIR)")
+
+        fetched = self._from_store(store_path, args, top) if has_store else {url: [] for url in args}
+        waiting = self._from_checkpoint(checkpoint_path, args, top) if has_checkpoint else {url: None for url in args}
+
+        missing = 0
+        where = " nor ".join(filter(None, [f"the crawl store {store_path}" if has_store else "",
+                                           f"the frontier checkpoint {checkpoint_path}" if has_checkpoint else ""]))
+        for url in args:
+            pages, entry = fetched[url], waiting[url]
+            found = bool(pages) or entry is not None
+            missing += not found
+            if opts.json:
+                print(json.dumps({"url": url, "found": found, "fetched": pages, "frontier": entry}, ensure_ascii=False))
+            elif not found:
+                print(f"{url}: not found (in neither {where})")
+            else:
+                for page in pages:
+                    print(_format_page(url, page))
+                if entry is not None:
+                    print(_format_entry(url, entry))
+        sys.stdout.flush()
+        if missing:
+            self.exitcode = 1
+
+    # --- the crawl store ----------------------------------------------------------------------
+    @staticmethod
+    def _from_store(path: str, urls: list[str], top: int) -> dict[str, list[dict]]:
+        found: dict[str, list[dict]] = {url: [] for url in urls}
+        try:
+            with CrawlStore(path, create=False) as store:
+                for url in urls:  # the cheap way first: the indexed requested URL
+                    page = store.get_page(url) or store.get_page(canonicalize(url))
+                    if page is not None:
+                        found[url].append(page)
+                wanted: dict[str, list[str]] = {}
+                for url in urls:
+                    if not found[url]:
+                        wanted.setdefault(canonicalize(url), []).append(url)
+                if wanted:  # redirects and non-canonical spellings: one pass over the store
+                    for page in store.iter_pages():
+                        keys = {canonicalize(page["url"])}
+                        if page.get("final_url"):
+                            keys.add(canonicalize(page["final_url"]))
+                        for key in keys:
+                            for url in wanted.get(key, ()):
+                                found[url].append(page)
+        except StoreError as exc:
+            raise CommandError(str(exc)) from None
+        return {url: [_page_summary(page, top) for page in pages] for url, pages in found.items()}
+
+    # --- the frontier checkpoint --------------------------------------------------------------
+    @staticmethod
+    def _load_checkpoint(path: str) -> dict:
+        try:
+            with open(path, "rb") as handle:
+                state = pickle.load(handle)
+        except OSError as exc:
+            raise CommandError(f"cannot read the frontier checkpoint {path}: {exc.strerror or exc}") from None
+        except Exception as exc:  # noqa: BLE001 - a torn or foreign pickle can raise almost anything
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise CommandError(f"{path} is not a usable frontier checkpoint ({reason})") from None
+        learner = state.get("learner") if isinstance(state, dict) else None
+        if (not isinstance(state, dict) or not isinstance(state.get("entries"), list)
+                or not all(hasattr(learner, name) for name in ("score", "explain", "hosts"))):
+            raise CommandError(f"{path} is not a focuscrawl frontier checkpoint")
+        return state
+
+    def _from_checkpoint(self, path: str, urls: list[str], top: int) -> dict[str, dict | None]:
+        state = self._load_checkpoint(path)
+        learner = state["learner"]
+        entries = state["entries"]
+        wanted = {canonicalize(url): url for url in urls}
+        result: dict[str, dict | None] = {url: None for url in urls}
+        try:
+            # requests in flight at the checkpoint are stored with priority inf: not in the frontier
+            priorities = [p for p in (float(entry[1]) for entry in entries) if not math.isinf(p)]
+            for host, priority, request_dict, features in entries:
+                canonical = canonicalize(request_dict["url"])
+                url = wanted.get(canonical)
+                if url is None or result[url] is not None:
+                    continue
+                result[url] = self._entry_summary(learner, path, host, float(priority), request_dict, features,
+                                                  canonical, priorities, top)
+        except (TypeError, ValueError, KeyError, IndexError) as exc:
+            raise CommandError(f"{path} is not a usable frontier checkpoint (bad entry: {exc})") from None
+        for url in urls:  # a URL given twice in different spellings shares its answer
+            if result[url] is None:
+                first = wanted.get(canonicalize(url))
+                result[url] = result.get(first)
+        return result
+
+    @staticmethod
+    def _entry_summary(learner, path, host, priority, request_dict, features, canonical, priorities, top) -> dict:
+        meta = request_dict.get("meta") or {}
+        link = meta.get("focus_link") or {}
+        parent = link.get("parent_url")
+        parent_canonical = canonicalize(parent) if parent else None
+        in_flight = math.isinf(priority)  # the scheduler checkpoints requests in flight with priority inf
+        if features is not None:
+            features = [tuple(f) for f in features]
+            score_now = round(float(learner.score(features, canonical, parent_canonical)), 4)
+            why_now = [[name, value] for name, value in learner.explain(features, canonical, parent_canonical, top=top)]
+        else:
+            score_now, why_now = None, []
+        host = host or host_key(canonical)
+        stats = learner.hosts.get(host) if isinstance(getattr(learner, "hosts", None), dict) else None
+        mtime = datetime.fromtimestamp(os.path.getmtime(path), tz=UTC)
+        return {
+            "checkpoint": path,
+            "checkpointed_at": mtime.isoformat(timespec="seconds"),
+            "canonical_url": canonical,
+            "in_flight": in_flight,
+            "priority_stored": None if in_flight else round(priority, 4),
+            "priority_now": score_now,
+            "why_now": why_now,
+            "rank": None if in_flight else sum(1 for p in priorities if p > priority),
+            "frontier_size": len(priorities),
+            "host": host,
+            "host_stats": ({"fetched": stats.fetched, "relevant": stats.relevant, "wasted": stats.wasted}
+                           if stats is not None else None),
+            "depth": meta.get("depth", 0),
+            "parent": parent,
+            "anchor": link.get("anchor") or "",
+        }
+
+
+# --- summaries and text output ------------------------------------------------------------------
+def _page_summary(page: dict, top: int) -> dict:
+    extra = page.get("extra") or {}
+    why = extra.get("why") or []
+    summary = {
+        "url": page["url"],
+        "final_url": page.get("final_url"),
+        "fetched_at": page.get("fetched_at"),
+        "status": page.get("status"),
+        "score": page.get("score"),
+        "relevant": bool(page.get("relevant")),
+        "priority": extra.get("priority"),
+        "why": [list(part) for part in why[:top]],
+        "depth": page.get("depth"),
+        "referrer": page.get("referrer"),
+    }
+    if page.get("duplicate_of"):
+        summary["duplicate_of"] = page["duplicate_of"]
+    if extra.get("error"):
+        summary["error"] = extra["error"]
+    return summary
+
+
+def _why(parts: list) -> str:
+    return ", ".join(f"{name} {value:+.4f}" for name, value in parts) if parts else "(not recorded)"
+
+
+def _format_page(asked: str, page: dict) -> str:
+    score = "unscored" if page["score"] is None else f"{page['score']:.4f}"
+    lines = [f"{asked}: fetched {page['fetched_at'] or '(time unknown)'}"]
+    if page["url"] != asked:
+        lines[0] += f" as {page['url']}"
+    if page["final_url"] and page["final_url"] != page["url"]:
+        lines.append(f"  redirected to {page['final_url']}")
+    status = f"  status {page['status']}, score {score}, {'relevant' if page['relevant'] else 'not relevant'}"
+    if page.get("error"):
+        status += f", error: {page['error']}"
+    if page.get("duplicate_of"):
+        status += f", duplicate of {page['duplicate_of']}"
+    lines.append(status)
+    priority = "(not recorded)" if page["priority"] is None else f"{page['priority']:.4f}"
+    lines.append(f"  priority at dequeue {priority}; why: {_why(page['why'])}")
+    lines.append(f"  depth {page['depth']}, referrer {page['referrer'] or '(seed)'}")
+    return "\n".join(lines)
+
+
+def _format_entry(asked: str, entry: dict) -> str:
+    if entry["in_flight"]:
+        state = "in flight when the crawl was checkpointed"
+    else:
+        state = "waiting in the frontier"
+    lines = [f"{asked}: {state} (checkpoint {entry['checkpoint']}, {entry['checkpointed_at']})"]
+    now = "(no features recorded)" if entry["priority_now"] is None else f"{entry['priority_now']:.4f}"
+    if entry["in_flight"]:
+        lines.append(f"  priority now {now} (its priority at release is in the crawl store once fetched)")
+    else:
+        lines.append(f"  priority stored {entry['priority_stored']:.4f}, now {now}; rank {entry['rank'] + 1} of "
+                     f"{entry['frontier_size']} waiting ({entry['rank']} with a higher priority)")
+    lines.append(f"  why now: {_why(entry['why_now'])}")
+    stats = entry["host_stats"]
+    host = (f"fetched {stats['fetched']}, relevant {stats['relevant']}, wasted {stats['wasted']}"
+            if stats else "nothing fetched yet")
+    lines.append(f"  host {entry['host']}: {host}")
+    anchor = f", anchor {entry['anchor']!r}" if entry["anchor"] else ""
+    lines.append(f"  depth {entry['depth']}, parent {entry['parent'] or '(seed)'}{anchor}")
+    return "\n".join(lines)
+
+
+def _parse_top(raw: Any) -> int:
+    try:
+        top = int(raw)
+    except (TypeError, ValueError):
+        top = -1
+    if top < 1:
+        raise CommandError(f"--top must be a whole number of at least 1, got {raw!r}")
+    return top
