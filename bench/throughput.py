@@ -111,6 +111,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16, help="CONCURRENT_REQUESTS (default 16)")
     parser.add_argument("--model", help="topic model for the focused crawl (default: train one on the web's labels)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per crawl")
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="extra setting for the focused crawl only (e.g. FOCUS_PATIENCE=0)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="focuscrawl-bench-") as tmp:
@@ -125,7 +127,8 @@ def main() -> None:
 
         with ReplayProxy(web, robots=robots) as proxy:
             focus_wall = run(["crawl", "focused", "-a", f"seeds={work / 'seeds.txt'}", "-a", f"model={model}",
-                              "-s", f"FOCUS_BUDGET={args.pages}", "-s", f"FOCUS_STORE={work / 'crawl.db'}", *common],
+                              "-s", f"FOCUS_BUDGET={args.pages}", "-s", f"FOCUS_STORE={work / 'crawl.db'}", *common,
+                              *[arg for setting in args.set for arg in ("-s", setting)]],
                              proxy, work, {"SCRAPY_SETTINGS_MODULE": "focuscrawl.settings"}, args.timeout)
             focus_n, focus_rate = rate(proxy)
 

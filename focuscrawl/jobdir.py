@@ -24,6 +24,7 @@ logger = logging.getLogger(__name__)
 
 SNAPSHOT = "focus-frontier.pickle"
 SPILL = "focus-spill.pickle"
+SNAPSHOT_KEYS = frozenset({"entries", "seen", "learner", "released", "timing", "host_admitted", "robots"})
 
 
 class JobDirError(Exception):
@@ -49,8 +50,9 @@ class JobDir:
             try:
                 with open(snapshot, "rb") as handle:
                     state = pickle.load(handle)
-                if not isinstance(state, dict) or "entries" not in state:
-                    raise ValueError("not a focuscrawl snapshot")
+                missing = SNAPSHOT_KEYS - set(state) if isinstance(state, dict) else SNAPSHOT_KEYS
+                if missing:
+                    raise ValueError(f"not a focuscrawl snapshot (missing {', '.join(sorted(missing))})")
             except Exception as exc:  # noqa: BLE001 - any unreadable file means: start afresh
                 raise JobDirError(f"cannot resume from {snapshot}: {exc}") from exc
             self.generation = state.get("generation", 0)

@@ -15,6 +15,7 @@ Feedback arrives through signals: ``response_downloaded`` (latency, status, Retr
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from urllib.parse import urljoin, urlsplit
 
@@ -26,7 +27,7 @@ from twisted.internet import reactor
 from focuscrawl import signals as focus_signals
 from focuscrawl.frontier import Entry, Frontier, SeenSet
 from focuscrawl.jobdir import JobDir, JobDirError
-from focuscrawl.learning import LinkContext, LinkRewardLearner, link_features
+from focuscrawl.learning import LinkRewardLearner, link_context, link_features
 from focuscrawl.learning.learner import WASTE_REWARD
 from focuscrawl.politeness import DelayPolicy, ExclusionList, HostTiming, RobotsRules, RobotsState, TrapRules
 from focuscrawl.urls import canonicalize, extension, host_key, robots_url
@@ -92,6 +93,10 @@ class FocusScheduler:
         self.allowed_domains = [d.lower().lstrip(".") for d in s.getlist("FOCUS_ALLOWED_DOMAINS")]
         self.follow_sitemaps = s.getbool("FOCUS_FOLLOW_SITEMAPS", True)
         self.head_check = s.getbool("FOCUS_HEAD_CHECK", False)
+        self.per_ip = s.getbool("FOCUS_POLITENESS_PER_IP", False)
+        self._ips: dict[str, str] = {}
+        self.ip_busy: dict[str, str] = {}  # IP -> the host whose request is in flight there
+        self.ip_ready_at: dict[str, float] = {}
         self.jobdir = s.get("JOBDIR")
         self.job: JobDir | None = None
         self._restoring = False
@@ -101,10 +106,12 @@ class FocusScheduler:
         self.released = 0
         self.host_admitted: dict[str, int] = {}
         self.inflight: dict[str, Request] = {}  # host -> the request in flight to it
+        # canonical URL -> request released but whose item has not been through the pipelines yet
+        self.unfinished: dict[str, Request] = {}
         self._robots_pending: dict[str, float] = {}  # host -> when its robots.txt response ended
         self._wakeup = None
         self._last_checkpoint = time.monotonic()
-        self._seen_version = self.learner.version
+        self._background_version = self.learner.version
         self.spider = None
 
     @classmethod
@@ -185,8 +192,8 @@ class FocusScheduler:
                 reason = "robots"
         if reason:
             return self._refuse(request, reason)
-        features = link_features(self._link_context(canonical, meta))
-        entry = Entry(self.learner.score(features, canonical, _parent(request)), canonical, request, features,
+        vector = self.learner.vectorise(link_features(link_context(canonical, meta)))
+        entry = Entry(self.learner.score(vector, canonical, _parent(request)), canonical, request, vector,
                       self.frontier.version)
         self.host_admitted[host] = self.host_admitted.get(host, 0) + 1
         pruned = self.frontier.push(host, entry)
@@ -197,16 +204,6 @@ class FocusScheduler:
             self.stats.inc_value("focus/frontier/pruned", len(pruned))
             self._spill(pruned)
         return True
-
-    @staticmethod
-    def _link_context(canonical: str, meta: dict) -> LinkContext:
-        link = meta.get("focus_link") or {}
-        return LinkContext(
-            url=canonical, anchor=link.get("anchor", ""), context=link.get("context", ""),
-            parent_url=link.get("parent_url"), parent_score=link.get("parent_score"),
-            depth=meta.get("depth", 0), hops_since_relevant=link.get("hops", 0),
-            link_score=link.get("link_score"),
-        )
 
     def _out_of_scope(self, canonical: str) -> str | None:
         if not self.allowed_domains:
@@ -233,15 +230,12 @@ class FocusScheduler:
                 self.stats.set_value("focus/budget_exhausted", 1)
                 logger.info("request budget of %d reached; finishing the requests in flight", self.budget)
             return None
-        if self.learner.version != self._seen_version:
-            self._seen_version = self.learner.version
-            self.frontier.version += 1
         now = time.monotonic()
         for host, finished in list(self._robots_pending.items()):
             if now - finished > ROBOTS_SETTLE_TIMEOUT:  # the callback never came: do not stall the host
                 logger.warning("robots.txt of %s was fetched but never applied; releasing the host", host)
                 self._robots_pending.pop(host)
-                self.frontier.release(host, now)
+                self._free(host, now)
         if self.job is not None and now - self._last_checkpoint >= self.checkpoint_seconds:
             self._checkpoint()
         for _ in range(10_000):
@@ -254,6 +248,11 @@ class FocusScheduler:
                 return None
             host, entry = popped
             request = entry.payload
+            if self.per_ip and self._ip_blocked(host, now):
+                self.frontier.requeue(host, entry)
+                self.frontier.release(host, max(now + 0.05, self.ip_ready_at.get(self._ip(host), now)))
+                self.stats.inc_value("focus/politeness/ip_waits")
+                continue
             if request.meta.get("focus_robots_for"):
                 return self._release(host, request, entry)
             if self.obey_robots:
@@ -295,16 +294,39 @@ class FocusScheduler:
         best = self.frontier.best_soon(now, self.patience, self.inflight.keys())
         return best > entry.priority + self.patience_margin
 
+    # --- optional politeness per IP address (several host names on one server) ---------------
+    def _ip(self, host: str) -> str:
+        """The host's IPv4 address (cached); the host name itself when it does not resolve here
+        (e.g. behind a proxy that resolves it)."""
+        ip = self._ips.get(host)
+        if ip is None:
+            try:
+                ip = socket.gethostbyname(host.rsplit(":", 1)[0] if host.count(":") == 1 else host)
+            except OSError:
+                ip = host
+            self._ips[host] = ip
+        return ip
+
+    def _ip_blocked(self, host: str, now: float) -> bool:
+        ip = self._ip(host)
+        holder = self.ip_busy.get(ip)
+        return (holder is not None and holder != host) or self.ip_ready_at.get(ip, 0.0) > now
+
     def _release(self, host: str, request: Request, entry: Entry | None) -> Request:
         meta = request.meta
         meta["download_slot"] = host
         meta["focus_host"] = host
         self.inflight[host] = request
+        if self.per_ip:
+            self.ip_busy[self._ip(host)] = host
         if entry is not None and not meta.get("focus_robots_for"):
             self.released += 1
             meta["focus_priority"] = round(entry.priority, 4)
-            meta["focus_features"] = entry.features
-            meta["focus_explain"] = self.learner.explain(entry.features, entry.url, _parent(request))
+            if entry.features is not None:
+                meta["focus_features"] = entry.features
+            meta["focus_explain"] = self.learner.explain(link_features(link_context(entry.url, meta)), entry.url,
+                                                         _parent(request))
+            self.unfinished[entry.url] = request
             self.stats.inc_value("focus/requests_released")
             if self.job is not None:
                 self.job.append(("deq", entry.url))
@@ -332,6 +354,7 @@ class FocusScheduler:
         if response.status < 400 and content_type and "html" not in content_type:
             self.stats.inc_value("focus/head/not_html")
             self._refuse(original, "head_not_html")
+            self.unfinished.pop(canonicalize(original.url), None)
             return None
         original.meta["focus_head_checked"] = True
         original.dont_filter = True  # already in the seen set: it was admitted once
@@ -453,7 +476,16 @@ class FocusScheduler:
             # first page request already obeys its Crawl-delay.
             self._robots_pending[host] = now
             return
-        self.frontier.release(host, self.delays.next_ready(host, timing, now))
+        self._free(host, self.delays.next_ready(host, timing, now))
+
+    def _free(self, host: str, ready_at: float) -> None:
+        """The host (and, per IP, its server) may be contacted again from ``ready_at``."""
+        self.frontier.release(host, ready_at)
+        if self.per_ip:
+            ip = self._ip(host)
+            if self.ip_busy.get(ip) == host:
+                del self.ip_busy[ip]
+            self.ip_ready_at[ip] = max(self.ip_ready_at.get(ip, 0.0), ready_at)
         self._schedule_wakeup()
 
     def _robots_settled(self, request) -> None:
@@ -461,9 +493,7 @@ class FocusScheduler:
         host = request.meta.get("focus_host")
         finished = self._robots_pending.pop(host, None)
         if finished is not None:
-            self.frontier.release(host, self.delays.next_ready(host, self.timing.setdefault(host, HostTiming()),
-                                                               finished))
-            self._schedule_wakeup()
+            self._free(host, self.delays.next_ready(host, self.timing.setdefault(host, HostTiming()), finished))
 
     # --- feedback from the spider (the learner's reward) --------------------------------------
     def _on_page_scored(self, request, response, page, links=None, spider=None):
@@ -478,7 +508,11 @@ class FocusScheduler:
             reward = 1.0 if relevant else 0.25 * float(page.score)
         self.learner.observe(canonicalize(page.final_url or request.url), _parent(request),
                              meta.get("focus_features"), reward, relevant, wasted)
-        self.frontier.rescore_stale(self._rescore, limit=64)
+        if self.learner.version != self._background_version:
+            # the learner moved on: bring a bounded batch of stale entries up to date
+            self._background_version = self.learner.version
+            self.frontier.version += 1
+            self.frontier.rescore_stale(self._rescore, limit=256)
 
     # --- spill, checkpoint and resume (JOBDIR) -----------------------------------------------
     def _on_item_done(self, item, response=None, spider=None, exception=None):
@@ -488,13 +522,13 @@ class FocusScheduler:
         if getattr(item, "duplicate_of", None):
             self.learner.mark_wasted(canonicalize(item.final_url or item.url), bool(item.relevant))
             self.stats.inc_value("focus/learner/duplicates_punished")
-        if self.job is None:
-            return
-        url = getattr(item, "url", None)
-        final_url = getattr(item, "final_url", None)
-        for u in {url, final_url} - {None, ""}:
-            self.job.append(("done", canonicalize(u)))
-        self.job.flush()
+        done = {canonicalize(u) for u in (getattr(item, "url", None), getattr(item, "final_url", None)) if u}
+        for url in done:
+            self.unfinished.pop(url, None)
+            if self.job is not None:
+                self.job.append(("done", url))
+        if self.job is not None:
+            self.job.flush()
 
     def _spill(self, entries: list[Entry]) -> None:
         if self.job is None:
@@ -506,7 +540,8 @@ class FocusScheduler:
         rows = self.job.unspill()
         for host, priority, request_dict, features in rows:
             request = request_from_dict(request_dict, spider=self.spider)
-            self.frontier.push(host, Entry(priority, canonicalize(request.url), request, _features(features), -1))
+            canonical = canonicalize(request.url)
+            self.frontier.push(host, Entry(priority, canonical, request, self._vector_of(features, canonical, request), -1))
         if rows:
             logger.info("frontier ran low: %d spilled URLs loaded back", len(rows))
             self.stats.inc_value("focus/frontier/unspilled", len(rows))
@@ -518,16 +553,20 @@ class FocusScheduler:
             if entry.payload.meta.get("focus_robots_for"):
                 continue
             entries.append((host, entry.priority, self._request_dict(entry.payload), entry.features))
-        for host, request in self.inflight.items():
-            request = request.meta.get("focus_head_for", request)
-            if not request.meta.get("focus_robots_for"):
-                entries.append((host, float("inf"), self._request_dict(request), request.meta.get("focus_features")))
+        for url, request in self.unfinished.items():  # released, item not stored yet: first in line on resume
+            entries.append((host_key(url), float("inf"), self._request_dict(request), request.meta.get("focus_features")))
         self.job.save({
             "entries": entries, "seen": self.seen, "learner": self.learner, "released": self.released,
             "timing": self.timing, "host_admitted": self.host_admitted,
             "robots": {h: (r.text, r.status) for h, r in self.robots.items() if r.state is RobotsState.PARSED},
         })
         self.stats.inc_value("focus/checkpoints")
+
+    def _vector_of(self, features, canonical: str, request: Request):
+        """The stored feature vector, or one rebuilt from the request's link context."""
+        if _is_vector(features):
+            return features
+        return self.learner.vectorise(link_features(link_context(canonical, request.meta)))
 
     def _request_dict(self, request: Request) -> dict:
         return request.to_dict(spider=self.spider)
@@ -544,9 +583,11 @@ class FocusScheduler:
         if state is None and not events:
             return
         done = {url for kind, url in events if kind == "done"}
+        # released after the snapshot and never finished: in flight at the kill, fetch them first
+        pending = {url for kind, url in events if kind == "deq"} - done
         if state is not None:
             self.seen, self.learner = state["seen"], state["learner"]
-            self._seen_version = self.learner.version
+            self._background_version = self.learner.version
             self.released = state["released"]
             self.timing = state["timing"]
             for timing in self.timing.values():
@@ -560,8 +601,12 @@ class FocusScheduler:
             for host, priority, request_dict, features in state["entries"]:
                 request = request_from_dict(request_dict, spider=self.spider)
                 canonical = canonicalize(request.url)
-                if canonical not in done:
-                    self.frontier.push(host, Entry(priority, canonical, request, _features(features), -1))
+                if canonical in pending or priority == float("inf"):
+                    # no features: never re-scored, so it stays first in line
+                    self.frontier.push(host, Entry(float("inf"), canonical, request, None, -1))
+                elif canonical not in done:
+                    vector = self._vector_of(features, canonical, request)
+                    self.frontier.push(host, Entry(priority, canonical, request, vector, -1))
         replayed = 0
         for event in events:
             if event[0] == "deq":
@@ -571,6 +616,9 @@ class FocusScheduler:
                 canonical = canonicalize(request.url)
                 if canonical in done:
                     self.seen.add(canonical)
+                elif canonical in pending and self.seen.add(canonical):
+                    self.frontier.push(host_key(canonical), Entry(float("inf"), canonical, request, None, -1))
+                    replayed += 1
                 elif self.enqueue_request(request):
                     replayed += 1
         self._checkpoint()  # a clean generation: the replayed journal is folded into the snapshot
@@ -580,5 +628,5 @@ class FocusScheduler:
         self.stats.set_value("focus/resumed", 1)
 
 
-def _features(features):
-    return None if features is None else tuple(tuple(f) for f in features)
+def _is_vector(features) -> bool:
+    return isinstance(features, tuple) and len(features) == 2 and hasattr(features[0], "dtype")

@@ -40,6 +40,9 @@ RETRY_TIMES = 1
 COOKIES_ENABLED = False
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False  # a crawler opens no listening ports unless asked to
+# Spider output is processed by this many concurrent workers per response; Scrapy's default (100)
+# spends more on creating workers than a page's item and links need.
+CONCURRENT_ITEMS = 16
 HTTPERROR_ALLOW_ALL = True  # every status reaches the spider, so every fetch is recorded and learned from
 AUTOTHROTTLE_ENABLED = False  # the adaptive per-host delay replaces it
 
@@ -100,6 +103,9 @@ FOCUS_ALLOWED_DOMAINS = []
 # Hand the sitemaps listed in robots.txt to the frontier (at most FOCUS_SITEMAP_MAX_URLS URLs each).
 FOCUS_FOLLOW_SITEMAPS = True
 FOCUS_SITEMAP_MAX_URLS = 10_000
+# One connection per IP address too (host names sharing a server share its delay). The name is
+# resolved once per host, on this machine (not through a proxy).
+FOCUS_POLITENESS_PER_IP = False
 # Check URLs whose extension does not say "page" with a HEAD request before fetching them.
 FOCUS_HEAD_CHECK = False
 # Redirect hops followed for a page (each hop goes back through the frontier and its checks).

@@ -48,6 +48,7 @@ def canonicalize(url: str) -> str:
     return canonicalize_url(urlunsplit((scheme, netloc, path, query, "")))
 
 
+@lru_cache(maxsize=65536)
 def host_key(url: str) -> str:
     """The politeness unit: host name, with the port when it is not the scheme's default."""
     try:
@@ -71,6 +72,7 @@ def path_segments(url: str) -> list[str]:
     return [s for s in urlsplit(url).path.split("/") if s]
 
 
+@lru_cache(maxsize=65536)
 def path_prefix(url: str, depth: int = 1) -> str:
     """``host/first-segment``: the unit whose yield the learner tracks below the host."""
     segs = path_segments(url)

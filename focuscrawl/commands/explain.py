@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from focuscrawl.commandbase import CommandError, FocusCommand
+from focuscrawl.learning import link_context, link_features
 from focuscrawl.store import CrawlStore, StoreError, resolve_store_path
 from focuscrawl.urls import canonicalize, host_key
 
@@ -180,7 +181,8 @@ class Command(FocusCommand):
         parent_canonical = canonicalize(parent) if parent else None
         in_flight = math.isinf(priority)  # the scheduler checkpoints requests in flight with priority inf
         if features is not None:
-            features = [tuple(f) for f in features]
+            # the frontier keeps hashed vectors; explanations need names: rebuild them from the link
+            features = link_features(link_context(canonical, request_dict.get("meta") or {}))
             score_now = round(float(learner.score(features, canonical, parent_canonical)), 4)
             why_now = [[name, value] for name, value in learner.explain(features, canonical, parent_canonical, top=top)]
         else:

@@ -46,6 +46,16 @@ class LinkContext:
     link_score: float | None = None  # the topic model's score of the link's own words
 
 
+def link_context(url: str, meta: dict) -> LinkContext:
+    """The LinkContext of a request, from what the spider put in its meta (``focus_link``, ``depth``)."""
+    link = meta.get("focus_link") or {}
+    return LinkContext(
+        url=url, anchor=link.get("anchor", ""), context=link.get("context", ""),
+        parent_url=link.get("parent_url"), parent_score=link.get("parent_score"),
+        depth=meta.get("depth", 0), hops_since_relevant=link.get("hops", 0), link_score=link.get("link_score"),
+    )
+
+
 def link_features(link: LinkContext) -> tuple[tuple[str, float], ...]:
     feats: list[tuple[str, float]] = [("bias", 1.0)]
     for w in words(link.anchor, 12):

@@ -24,6 +24,7 @@ import numpy as np
 from focuscrawl.urls import host_key, path_prefix
 
 Features = Sequence[tuple[str, float]]
+Vector = tuple[np.ndarray, np.ndarray]  # hashed feature indices and values
 
 WASTE_REWARD = -0.2
 
@@ -50,14 +51,27 @@ class OnlineLinearRegressor:
     def index(self, name: str) -> int:
         return zlib.crc32(name.encode("utf-8", "surrogatepass")) & self.mask
 
-    def _vectorise(self, features: Features) -> tuple[np.ndarray, np.ndarray]:
-        idx = np.fromiter((self.index(n) for n, _ in features), dtype=np.int64, count=len(features))
-        val = np.fromiter((v for _, v in features), dtype=np.float64, count=len(features))
+    def vectorise(self, features: Features) -> Vector:
+        """Hashed, compact form of named features: what the frontier keeps for re-scoring."""
+        idx = np.fromiter((self.index(n) for n, _ in features), dtype=np.int32, count=len(features))
+        val = np.fromiter((v for _, v in features), dtype=np.float32, count=len(features))
         return idx, val
 
-    def predict_one(self, features: Features) -> float:
-        idx, val = self._vectorise(features)
+    def predict_vector(self, vector: Vector) -> float:
+        idx, val = vector
         return float(self.coef_[idx] @ val)
+
+    def fit_vector(self, vector: Vector, target: float, weight: float = 1.0) -> None:
+        idx, val = vector
+        val = val.astype(np.float64)
+        error = float(self.coef_[idx] @ val) - target
+        grad = weight * error * val + self.l2 * self.coef_[idx]
+        np.add.at(self._g2, idx, grad * grad)
+        np.subtract.at(self.coef_, idx, self.learning_rate * grad / np.sqrt(self._g2[idx]))
+        self.n_updates += 1
+
+    def predict_one(self, features: Features) -> float:
+        return self.predict_vector(self.vectorise(features))
 
     def predict(self, X: Sequence[Features]) -> np.ndarray:
         return np.array([self.predict_one(f) for f in X], dtype=np.float64)
@@ -65,16 +79,26 @@ class OnlineLinearRegressor:
     def partial_fit(self, X: Sequence[Features], y: Sequence[float], sample_weight: Sequence[float] | None = None):
         weights = sample_weight if sample_weight is not None else [1.0] * len(X)
         for features, target, weight in zip(X, y, weights):
-            idx, val = self._vectorise(features)
-            error = float(self.coef_[idx] @ val) - target
-            grad = weight * error * val + self.l2 * self.coef_[idx]
-            np.add.at(self._g2, idx, grad * grad)
-            np.subtract.at(self.coef_, idx, self.learning_rate * grad / np.sqrt(self._g2[idx]))
-            self.n_updates += 1
+            self.fit_vector(self.vectorise(features), target, weight)
         return self
 
     def contributions(self, features: Features) -> list[tuple[str, float]]:
         return [(name, float(self.coef_[self.index(name)] * value)) for name, value in features]
+
+    def __getstate__(self):
+        # most of the 2**bits weights are untouched: keep only those that moved
+        state = dict(self.__dict__)
+        touched = np.flatnonzero((self.coef_ != 0) | (self._g2 != 1))
+        state["coef_"] = (len(self.coef_), touched, self.coef_[touched], self._g2[touched])
+        del state["_g2"]
+        return state
+
+    def __setstate__(self, state):
+        size, touched, coef, g2 = state.pop("coef_")
+        self.__dict__.update(state)
+        self.coef_ = np.zeros(size, dtype=np.float64)
+        self._g2 = np.ones(size, dtype=np.float64)
+        self.coef_[touched], self._g2[touched] = coef, g2
 
 
 class _Yield:
@@ -109,7 +133,7 @@ class _PathNode:
 
     __slots__ = ("features", "url", "parent", "reward", "best_child")
 
-    def __init__(self, features: Features, url: str, parent: str | None, reward: float):
+    def __init__(self, features: Vector | None, url: str, parent: str | None, reward: float):
         self.features = features
         self.url = url
         self.parent = parent
@@ -166,10 +190,20 @@ class LinkRewardLearner:
         host, prefix, _ = self._places(url, parent)
         return self.exploration * (host.uncertainty() + prefix.uncertainty())
 
-    def score(self, features: Features, url: str, parent: str | None = None) -> float:
-        return self.model.predict_one(list(features) + self._dynamic(url, parent)) + self.bonus(url, parent)
+    def vectorise(self, features: Features) -> Vector:
+        return self.model.vectorise(features)
 
-    def score_many(self, items: Sequence[tuple[Features, str, str | None]]) -> list[float]:
+    def _dynamic_vector(self, url: str, parent: str | None) -> Vector:
+        return self.model.vectorise(self._dynamic(url, parent))
+
+    def score(self, features: Features | Vector, url: str, parent: str | None = None) -> float:
+        """Predicted reward of a link plus its exploration bonus. ``features`` are named features
+        or their vector (``vectorise``), which is what the frontier stores."""
+        vector = features if _is_vector(features) else self.model.vectorise(features)
+        return (self.model.predict_vector(vector) + self.model.predict_vector(self._dynamic_vector(url, parent))
+                + self.bonus(url, parent))
+
+    def score_many(self, items: Sequence[tuple[Features | Vector, str, str | None]]) -> list[float]:
         return [self.score(f, u, p) for f, u, p in items]
 
     def explain(self, features: Features, url: str, parent: str | None = None, top: int = 3) -> list[tuple[str, float]]:
@@ -200,7 +234,7 @@ class LinkRewardLearner:
             stats.wasted += int(wasted)
         node = self.nodes.get(url)
         if node is None:
-            node = _PathNode(tuple(features or ()), url, parent_url, reward)
+            node = _PathNode(_as_vector(self.model, features), url, parent_url, reward)
             self.nodes[url] = node
             if len(self.nodes) > self.max_nodes:
                 self.nodes.popitem(last=False)
@@ -241,10 +275,26 @@ class LinkRewardLearner:
     def _train(self, node: _PathNode) -> None:
         self._train_link(node.features, node.url, node.parent, node.value(self.credit_decay))
 
-    def _train_link(self, features: Features | None, url: str, parent: str | None, target: float) -> None:
-        if features:
-            self.model.partial_fit([list(features) + self._dynamic(url, parent)], [target])
+    def _train_link(self, features: Features | Vector | None, url: str, parent: str | None, target: float) -> None:
+        vector = _as_vector(self.model, features)
+        if vector is None:
+            return
+        dynamic = self._dynamic_vector(url, parent)
+        self.model.fit_vector((np.concatenate((vector[0], dynamic[0])), np.concatenate((vector[1], dynamic[1]))),
+                              target)
 
     def host_stats(self, host: str) -> tuple[int, int]:
         stats = self.hosts.get(host)
         return (stats.fetched, stats.relevant) if stats else (0, 0)
+
+
+def _is_vector(features) -> bool:
+    return isinstance(features, tuple) and len(features) == 2 and isinstance(features[0], np.ndarray)
+
+
+def _as_vector(model: OnlineLinearRegressor, features) -> Vector | None:
+    if features is None or len(features) == 0:
+        return None
+    if _is_vector(features):
+        return features if len(features[0]) else None
+    return model.vectorise(features)

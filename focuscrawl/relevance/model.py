@@ -71,6 +71,9 @@ def build_pipeline(n_documents: int) -> Pipeline:
     ])
 
 
+_LOADED: dict[tuple, "TopicModel"] = {}
+
+
 class TopicModel:
     """A fitted pipeline plus what it was trained on; ``score`` is P(on topic)."""
 
@@ -112,7 +115,24 @@ class TopicModel:
 
     @classmethod
     def load(cls, path) -> "TopicModel":
+        """Load a saved model; a file loaded before in this process (same size and mtime) is not
+        read again, so checking a model before a crawl costs nothing when the crawl loads it."""
         path = Path(path)
+        try:
+            info = path.stat()
+            key = (str(path.resolve()), info.st_size, info.st_mtime_ns)
+        except OSError:
+            key = None
+        if key is not None and key in _LOADED:
+            return _LOADED[key]
+        model = cls._load(path)
+        if key is not None:
+            _LOADED.clear()  # keep one: a crawl uses one model
+            _LOADED[key] = model
+        return model
+
+    @classmethod
+    def _load(cls, path: Path) -> "TopicModel":
         if not path.exists():
             raise ModelError(f"model file not found: {path}")
         if not path.is_file():
