@@ -92,6 +92,19 @@ class UrlMaker:
         return out
 
 
+PHASE_LIMIT = 60.0  # seconds: a phase that is this slow stops early and reports its rate so far
+
+
+def timed_calls(fn) -> float:
+    """Seconds per call (at most 200 calls or ~5 s)."""
+    t = time.perf_counter()
+    for k in range(1, 201):
+        fn()
+        if time.perf_counter() - t > 5.0:
+            break
+    return (time.perf_counter() - t) / k
+
+
 def run_frontier(n: int, hosts: int, features: bool, mixed_steps: int, pops: int) -> dict:
     from focuscrawl.frontier import Entry, Frontier
 
@@ -112,14 +125,8 @@ def run_frontier(n: int, hosts: int, features: bool, mixed_steps: int, pops: int
     rss1 = rss_bytes()
 
     # probes on the full frontier (all hosts ready at 0: next_ready_time has an answer)
-    t = time.perf_counter()
-    for _ in range(200):
-        f.next_ready_time()
-    t_next = (time.perf_counter() - t) / 200
-    t = time.perf_counter()
-    for _ in range(200):
-        f.best_soon(0.0, 2.0, ())
-    t_soon = (time.perf_counter() - t) / 200
+    t_next = timed_calls(f.next_ready_time)
+    t_soon = timed_calls(lambda: f.best_soon(0.0, 2.0, ()))
 
     rng = random.Random(7)
     now = 0.0
@@ -134,19 +141,25 @@ def run_frontier(n: int, hosts: int, features: bool, mixed_steps: int, pops: int
                 return
             idle += 1
             nxt = f.next_ready_time()
-            now = max(now + 1e-6, nxt if nxt is not None else now)
+            if nxt is None:
+                raise RuntimeError("frontier ran dry")
+            now = max(now + 1e-6, nxt)
 
     t = time.perf_counter()
-    for _ in range(pops):
+    for done in range(1, pops + 1):
         pop_release()
-    t_pop = time.perf_counter() - t
+        if done % 1000 == 0 and time.perf_counter() - t > PHASE_LIMIT:
+            break
+    pops, t_pop = done, time.perf_counter() - t
 
     rows = maker.chunk(mixed_steps, features)
     t = time.perf_counter()
-    for host, url, priority, feats in rows:
+    for done, (host, url, priority, feats) in enumerate(rows, 1):
         pop_release()
         f.push(host, Entry(priority, url, None, feats, 0))
-    t_mixed = time.perf_counter() - t
+        if done % 1000 == 0 and time.perf_counter() - t > PHASE_LIMIT:
+            break
+    mixed_steps, t_mixed = done, time.perf_counter() - t
     return {"kind": "frontier+features" if features else "frontier", "n": n, "hosts": hosts,
             "push_ops": n / t_push, "pop_ops": pops / t_pop, "mixed_ops": 2 * mixed_steps / t_mixed,
             "bytes_per_url": (rss1 - rss0) / n, "rss_mb": rss_bytes() / 2**20,
@@ -227,7 +240,7 @@ def run_seen(n: int, hosts: int, baseline: bool) -> dict:
 
 def child(args) -> None:
     n = args.urls_one
-    mixed, pops = min(n, 500_000), min(n, 1_000_000)
+    mixed, pops = min(n // 4, 500_000), min(n // 2, 1_000_000)
     if args.child == "frontier":
         res = run_frontier(n, args.hosts, False, mixed, pops)
     elif args.child == "features":

@@ -24,7 +24,6 @@ import argparse
 import email.utils
 import json
 import math
-import os
 import re
 import subprocess
 import sys
@@ -177,16 +176,6 @@ def train(out: Path) -> Path:
     return path
 
 
-def crawl_env(proxy_url: str) -> dict:
-    """As ``scrapy evaluate`` runs its crawl: only ``http_proxy``/``https_proxy`` set."""
-    env = dict(os.environ)
-    for name in ("no_proxy", "NO_PROXY", "HTTP_PROXY", "HTTPS_PROXY"):
-        env.pop(name, None)
-    env["http_proxy"] = env["https_proxy"] = proxy_url
-    env["SCRAPY_SETTINGS_MODULE"] = "focuscrawl.settings"
-    return env
-
-
 def crawl_stats(log_text: str) -> dict[str, int]:
     """The ``focus/refused/*`` and ``focus/robots/*`` counters of Scrapy's closing stats dump."""
     return {k: int(v) for k, v in re.findall(r"'(focus/(?:refused|robots|politeness)/[^']+)': (\d+)", log_text)}
@@ -244,7 +233,7 @@ def main() -> None:
     start = time.monotonic()
     try:
         with (out / "crawl.log").open("w", encoding="utf-8") as fh:
-            result = subprocess.run(argv, cwd=ROOT, env=crawl_env(proxy.url), stdout=fh,
+            result = subprocess.run(argv, cwd=ROOT, env=proxy.crawl_env(), stdout=fh,
                                     stderr=subprocess.STDOUT, timeout=args.timeout, check=False)
     finally:
         proxy.stop()

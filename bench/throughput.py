@@ -17,7 +17,6 @@ model loading are left out; wall time is printed too.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -80,10 +79,8 @@ def train_model(warc, labels, positive, path: Path) -> Path:
 
 
 def run(argv: list[str], proxy: ReplayProxy, cwd: Path, env_extra: dict, timeout: float) -> float:
-    env = dict(os.environ)
-    for name in ("no_proxy", "NO_PROXY", "SCRAPY_SETTINGS_MODULE"):
-        env.pop(name, None)
-    env.update(env_extra, http_proxy=proxy.url, https_proxy=proxy.url)
+    env = proxy.crawl_env(settings_module=None)
+    env.update(env_extra)
     start = time.monotonic()
     result = subprocess.run([sys.executable, "-m", "scrapy", *argv], cwd=cwd, env=env,
                             capture_output=True, text=True, timeout=timeout)

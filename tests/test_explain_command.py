@@ -11,6 +11,7 @@ import shutil
 import pytest
 
 from focuscrawl.items import PageItem
+from focuscrawl.learning import link_context, link_features
 from focuscrawl.replay import RecordedWeb, ReplayProxy
 from focuscrawl.store import CrawlStore
 from focuscrawl.urls import canonicalize
@@ -152,7 +153,10 @@ def test_frontier_url_is_re_explained_by_the_checkpointed_learner(job):
     canonical = canonicalize(url)
     assert entry["priority_stored"] == pytest.approx(priority, abs=1e-4)
     assert entry["priority_now"] == pytest.approx(learner.score(features, canonical, parent), abs=1e-4)
-    assert entry["why_now"] == [list(p) for p in learner.explain(features, canonical, parent, top=4)]
+    # the frontier stores hashed vectors; names for the explanation come from the link's context
+    named = link_features(link_context(canonical, request_dict["meta"]))
+    assert entry["priority_now"] == pytest.approx(learner.score(named, canonical, parent), abs=1e-4)
+    assert entry["why_now"] == [list(p) for p in learner.explain(named, canonical, parent, top=4)]
     assert len(entry["why_now"]) == 4
     finite = [e[1] for e in state["entries"] if not math.isinf(e[1])]
     assert entry["rank"] == sum(1 for p in finite if p > priority)

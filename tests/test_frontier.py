@@ -110,3 +110,182 @@ def test_seen_set_merges_and_answers():
     t = pickle.loads(pickle.dumps(s))
     assert "http://x/49" in t and len(t) == 50
     assert s.memory_bytes() < 50 * 100
+
+
+# --- compact storage, O(log n) timing queries -----------------------------------------------------
+
+def drain(f, now=0.0):
+    out = []
+    while (popped := f.pop(now)) is not None:
+        host, entry = popped
+        out.append((host, entry.priority, entry.url))
+        f.release(host, now)
+    return out
+
+
+def test_order_key_sorts_priorities_descending_and_round_trips():
+    import random
+
+    from focuscrawl.frontier.mercator import _order_key, _priority
+    rng = random.Random(3)
+    values = [rng.uniform(-1e6, 1e6) for _ in range(500)] + [0.0, -0.0, 1e-300, -1e-300,
+                                                               float("inf"), float("-inf"), 1e300, 5, -5]
+    for v in values:
+        assert _priority(_order_key(v)) == v
+    ordered = sorted(values, key=_order_key)
+    assert [float(v) for v in ordered] == sorted((float(v) for v in values), reverse=True)
+
+
+def test_compact_entries_come_back_equal_with_urls_prices_and_versions():
+    f = Frontier()
+    urls = ["http://a.example/x?q=1", "https://a.example/other-scheme", "http://a.example:8080/port",
+            "http://a.example/caf\u00e9/\ud800", "not a url", "http://a.example"]
+    for i, url in enumerate(urls):
+        f.push("a.example", Entry(0.1 * i - 0.2, url, None, None, version=i - 1))
+    got = []
+    while (popped := f.pop(0.0)) is not None:
+        got.append(popped[1])
+        f.release("a.example", 0.0)
+    assert [e.url for e in got] == urls[::-1]
+    assert [e.priority for e in got] == [0.1 * i - 0.2 for i in range(len(urls))][::-1]
+    assert [e.version for e in got] == [i - 1 for i in range(len(urls))][::-1]
+    assert all(e.payload is None and e.features is None for e in got)
+
+
+def test_equal_priorities_leave_in_arrival_order():
+    f = Frontier()
+    for i in range(20):
+        f.push("h", Entry(1.0, f"http://h/{i}"))
+    assert [url for _, _, url in drain(f)] == [f"http://h/{i}" for i in range(20)]
+
+
+def test_entries_with_payload_or_features_are_handed_back_as_the_same_objects():
+    f = Frontier(capacity=3, prune_slack=0.0)
+    rich = Entry(5.0, "http://a/r", payload=object(), features=(("x", 1.0),), version=2)
+    feats_only = Entry(4.0, "http://a/f", features=(("y", 2.0),))
+    f.push("a", rich)
+    f.push("a", feats_only)
+    f.push("a", Entry(3.0, "http://a/plain"))
+    pruned = f.push("a", Entry(1.0, "http://a/low", payload="p"))
+    assert len(pruned) == 1 and pruned[0].payload == "p"
+    assert [e for _, e in f.entries() if e.payload is not None] == [rich]
+    assert f.pop(0.0)[1] is rich
+    f.requeue("a", rich)
+    f.release("a", 0.0)
+    assert f.pop(0.0)[1] is rich
+    f.release("a", 0.0)
+    assert f.pop(0.0)[1] is feats_only
+    g = pickle.loads(pickle.dumps(f))
+    assert [(e.priority, e.url) for _, e in g.entries()] == [(3.0, "http://a/plain")]
+
+
+def test_rescoring_reaches_kept_objects_and_compact_entries():
+    f = Frontier()
+    kept = Entry(1.0, "http://a/kept", payload="req")
+    f.push("a", kept)
+    f.push("a", Entry(2.0, "http://a/plain"))
+    f.version = 1
+    assert f.rescore_stale(lambda es: [10.0 if e.payload else 0.5 for e in es]) == 2
+    assert kept.priority == 10.0 and kept.version == 1
+    host, entry = f.pop(0.0)
+    assert entry is kept
+    f.release("a", 0.0)
+    assert (f.pop(0.0)[1].priority, f.version) == (0.5, 1)
+
+
+def test_timing_heaps_hold_one_live_item_per_host():
+    f = Frontier()
+    for i in range(1000):
+        f.push(f"h{i % 10}", Entry(float(i), f"http://h{i % 10}/{i}"))
+    assert len(f._waiting) == 10  # not one per push
+    assert f.pop(0.0) is not None
+    assert len(f._ready) <= 10 + 10
+
+
+def test_next_ready_time_and_has_ready_follow_busy_waiting_and_dropped_hosts():
+    f = Frontier()
+    assert f.next_ready_time() is None and not f.has_ready(0.0)
+    fill(f, [("a", 1), ("b", 2), ("c", 3)])
+    f.delay_host("a", 30.0)
+    f.delay_host("b", 20.0)
+    f.delay_host("c", 10.0)
+    assert f.next_ready_time() == 10.0
+    assert not f.has_ready(5.0) and f.has_ready(10.0)
+    assert f.pop(10.0)[0] == "c"  # c is busy and now empty
+    assert f.next_ready_time() == 20.0
+    f.drop_host("b")
+    assert f.next_ready_time() == 30.0
+    f.release("c", 12.0)  # nothing queued at c: it does not count
+    assert f.next_ready_time() == 30.0
+    f.push("c", Entry(1.0, "http://c/again"))
+    assert f.next_ready_time() == 12.0
+    f.acquire("c")
+    assert f.next_ready_time() == 30.0
+    assert f.pop(30.0)[0] == "a"
+    assert f.next_ready_time() is None
+
+
+def test_next_ready_time_counts_hosts_already_ready():
+    f = Frontier()
+    fill(f, [("a", 1), ("a", 2), ("b", 3)])
+    f.release("a", 4.0)
+    assert f.pop(5.0)[0] == "b"  # promotes a as well
+    assert f.next_ready_time() == 4.0
+
+
+def test_best_soon_sees_only_live_waiting_hosts():
+    f = Frontier()
+    fill(f, [("a", 9), ("a", 1), ("b", 5), ("c", 7)])
+    f.delay_host("a", 100.0)
+    f.delay_host("b", 3.0)
+    f.delay_host("c", 4.0)
+    assert f.best_soon(0.0, 3.5) == 5
+    assert f.best_soon(0.0, 5.0) == 7
+    assert f.best_soon(0.0, 200.0) == 9
+    f.acquire("c")
+    assert f.best_soon(0.0, 5.0) == 5
+    assert f.best_soon(0.0, 5.0, busy_hosts=["c"]) == 7
+    f.drop_host("b")
+    assert f.best_soon(0.0, 3.5) == float("-inf")
+
+
+def test_random_operations_match_a_plain_model():
+    """Against a brute-force model: the popped entry is the best among ready hosts."""
+    import random
+    rng = random.Random(11)
+    f = Frontier(capacity=10**6)
+    model: dict[str, list] = {}
+    ready_at: dict[str, float] = {}
+    busy: set[str] = set()
+    now = 0.0
+    for step in range(3000):
+        op = rng.random()
+        host = f"h{rng.randrange(8)}"
+        if op < 0.5:
+            p = round(rng.random(), 2)
+            url = f"http://{host}/{step}"
+            f.push(host, Entry(p, url))
+            model.setdefault(host, []).append((p, -step, url))
+        elif op < 0.8:
+            popped = f.pop(now)
+            cands = [(max(q), h) for h, q in model.items() if q and h not in busy and ready_at.get(h, 0.0) <= now]
+            if popped is None:
+                assert not cands
+                continue
+            h, entry = popped
+            assert entry.priority == max(cands)[0][0]
+            best = max(model[h])
+            assert (entry.priority, entry.url) == (best[0], best[2])
+            model[h].remove(best)
+            busy.add(h)
+        elif op < 0.95 and busy:
+            h = rng.choice(sorted(busy))
+            t = now + rng.random() * 3
+            f.release(h, t)
+            busy.discard(h)
+            ready_at[h] = max(ready_at.get(h, 0.0), t)
+        else:
+            now += rng.random()
+        idle = [ready_at.get(h, 0.0) for h, q in model.items() if q and h not in busy]
+        assert f.next_ready_time() == (min(idle) if idle else None) or min(idle) <= now
+        assert len(f) == sum(len(q) for q in model.values())

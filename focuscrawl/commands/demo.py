@@ -169,7 +169,7 @@ class DemoRun:
             "-O", str(self.feed), "-s", f"FOCUS_STORE={self.store}",
             "-s", f"FOCUS_CRAWL_LOG={self.request_log}", "-s", f"DOWNLOAD_DELAY={self.delay}",
             "-s", f"FOCUS_BUDGET={self.budget}",
-        ), self.logs / "crawl.log", env=child_env(proxy_port=self.proxy.port), out=self.out)
+        ), self.logs / "crawl.log", env=self.proxy.crawl_env(base=child_env()), out=self.out)
 
     # e. the harvest, from the crawl store
     def export_pages(self) -> None:
@@ -206,16 +206,12 @@ def scrapy_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "scrapy", *args]
 
 
-def child_env(proxy_port: int | None = None) -> dict[str, str]:
-    """The environment of a step: focuscrawl's settings, importable, and the proxy if any."""
+def child_env() -> dict[str, str]:
+    """The environment of a step: focuscrawl's settings, importable."""
     env = dict(os.environ)
     env["SCRAPY_SETTINGS_MODULE"] = "focuscrawl.settings"
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    if proxy_port is not None:
-        for name in ("HTTP_PROXY", "no_proxy", "NO_PROXY"):
-            env.pop(name, None)
-        env["http_proxy"] = f"http://127.0.0.1:{proxy_port}"
     return env
 
 

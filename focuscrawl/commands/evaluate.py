@@ -23,8 +23,14 @@ from focuscrawl.commands.replay import load_web, start_proxy
 from focuscrawl.replay.baselines import baseline_curves
 from focuscrawl.replay.linkgraph import LinkGraph, SamePage, load_aliases
 from focuscrawl.replay.metrics import (
-    Relevance, counted_requests, found_curve, load_labels, reachable_relevant, read_log,
-    report_points, score_curve,
+    Relevance,
+    counted_requests,
+    found_curve,
+    load_labels,
+    reachable_relevant,
+    read_log,
+    report_points,
+    score_curve,
 )
 
 CRAWLERS = ("focuscrawl", "bfs", "random", "oracle")
@@ -101,15 +107,6 @@ def crawl_command(seeds: str, model: str, budget: int, store: str, settings: lis
     for item in settings:
         argv += ["-s", item]
     return argv
-
-
-def crawl_env(proxy_url: str) -> dict:
-    env = dict(os.environ)
-    for name in ("no_proxy", "NO_PROXY", "HTTP_PROXY", "HTTPS_PROXY"):
-        env.pop(name, None)
-    env["http_proxy"] = env["https_proxy"] = proxy_url
-    env.setdefault("SCRAPY_SETTINGS_MODULE", "focuscrawl.settings")
-    return env
 
 
 def read_seed_urls(seeds: str) -> list[str]:
@@ -201,7 +198,7 @@ class Command(FocusCommand):
         argv = crawl_command(opts.seeds, opts.model, budget, str(workdir / "crawl.db"), opts.set)
         try:
             with crawl_log.open("w", encoding="utf-8") as out:
-                result = subprocess.run(argv, env=crawl_env(proxy.url), stdout=out, stderr=subprocess.STDOUT)
+                result = subprocess.run(argv, env=proxy.crawl_env(settings_module=os.environ.get("SCRAPY_SETTINGS_MODULE", "focuscrawl.settings")), stdout=out, stderr=subprocess.STDOUT)
         except KeyboardInterrupt:
             raise CommandError(f"interrupted; the crawl's output is in {crawl_log}") from None
         finally:

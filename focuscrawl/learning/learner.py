@@ -150,7 +150,7 @@ class LinkRewardLearner:
         self.model = OnlineLinearRegressor(
             bits=bits, prior={"bias": 0.1, "seed": 0.6, "parent_score": 0.5, "host_yield": 0.3, "prefix_yield": 0.3,
                                "sibling_yield": 0.3, "host_waste": -0.2, "prefix_waste": -0.2,
-                               "link_score": 0.5}
+                               "link_score": 0.5, "cross_host": -0.2, "host_unseen": -0.1}
         )
         self.credit_decay = credit_decay
         self.exploration = exploration

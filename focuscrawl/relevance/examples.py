@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from w3lib.url import canonicalize_url
 
 from focuscrawl.parsing import decode_body, parse_html
+from focuscrawl.tsv import TsvError, read_pairs
 
 logger = logging.getLogger(__name__)
 
@@ -128,28 +129,14 @@ def _canonical(url: str) -> str:
 
 def read_labels(path) -> Labels:
     """A labels TSV: header row with ``url`` and ``label`` columns; other columns ignored."""
-    path = Path(path)
-    if not path.is_file():
-        raise ExamplesError(f"labels file not found: {path}")
     try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            reader = csv.DictReader(fh, delimiter="\t")
-            columns = [c.strip().lower() for c in (reader.fieldnames or [])]
-            if "url" not in columns or "label" not in columns:
-                found = ", ".join(repr(c) for c in columns) or "nothing"
-                raise ExamplesError(
-                    f"labels file {path} needs a tab-separated header row with 'url' and 'label' "
-                    f"columns (found {found})"
-                )
-            reader.fieldnames = columns
-            mapping = {}
-            for row in reader:
-                url, label = (row.get("url") or "").strip(), (row.get("label") or "").strip()
-                if url and label:
-                    mapping[url] = label
+        return Labels(dict(read_pairs(path, "url", "label", require_header=True)))
+    except FileNotFoundError:
+        raise ExamplesError(f"labels file not found: {path}") from None
+    except TsvError as exc:
+        raise ExamplesError(f"labels file {exc}") from None
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise ExamplesError(f"cannot read labels file {path}: {exc}") from None
-    return Labels(mapping)
 
 
 def _read_any(path: Path, labels, labels_path, skipped: Counter):

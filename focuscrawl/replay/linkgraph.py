@@ -12,7 +12,6 @@ aliases file), so a page served at several URLs is counted once.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import logging
 from collections import deque
@@ -23,6 +22,7 @@ from typing import Callable, Iterable, Mapping
 from w3lib.url import safe_url_string
 
 from focuscrawl.replay.recorded import RecordedResponse, RecordedWeb, url_key
+from focuscrawl.tsv import read_pairs
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,9 @@ LinkExtractor = Callable[[RecordedResponse], list[str]]
 
 def parsed_links(resp: RecordedResponse) -> list[str]:
     """Links as the crawler sees them: ``focuscrawl.parsing.parse_html`` (absolute URLs)."""
-    from focuscrawl.parsing import parse_html  # imported late: parsing is a sibling package
+    from focuscrawl.parsing import (
+        parse_html,  # imported late: parsing is a sibling package
+    )
 
     ctype = resp.content_type
     declared = None
@@ -223,22 +225,7 @@ class SamePage:
 def load_aliases(path: str | Path) -> list[tuple[str, str]]:
     """(url, same_as) pairs from a TSV with a header naming ``url`` and ``same_as`` columns
     (extra columns ignored); without such a header, the first two columns."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"aliases file not found: {path}")
-    pairs = []
-    with path.open(encoding="utf-8", newline="") as fh:
-        rows = csv.reader(fh, delimiter="\t")
-        first = next(rows, None)
-        if first is None:
-            return pairs
-        cols = [c.strip().lower() for c in first]
-        if "url" in cols and "same_as" in cols:
-            iu, isa = cols.index("url"), cols.index("same_as")
-        else:
-            iu, isa = 0, 1
-            rows = [first, *rows]
-        for row in rows:
-            if len(row) > max(iu, isa) and row[iu].strip() and row[isa].strip():
-                pairs.append((row[iu].strip(), row[isa].strip()))
-    return pairs
+    try:
+        return read_pairs(path, "url", "same_as")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"aliases file not found: {path}") from None

@@ -21,12 +21,12 @@ Definitions (the same for a real crawl's log and for a simulated baseline):
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from focuscrawl.replay.linkgraph import LinkGraph, SamePage
+from focuscrawl.tsv import read_pairs
 
 #: The request counts the figures are reported at (those not above the budget).
 REPORT_POINTS = (100, 200, 500, 1000, 2000)
@@ -35,25 +35,10 @@ REPORT_POINTS = (100, 200, 500, 1000, 2000)
 def load_labels(path: str | Path) -> dict[str, str]:
     """{url: label} from a TSV with a header naming ``url`` and ``label`` columns (others
     ignored); without such a header, the first two columns."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"labels file not found: {path}")
-    labels: dict[str, str] = {}
-    with path.open(encoding="utf-8", newline="") as fh:
-        rows = csv.reader(fh, delimiter="\t")
-        first = next(rows, None)
-        if first is None:
-            return labels
-        cols = [c.strip().lower() for c in first]
-        if "url" in cols and "label" in cols:
-            iu, il = cols.index("url"), cols.index("label")
-        else:
-            iu, il = 0, 1
-            rows = [first, *rows]
-        for row in rows:
-            if len(row) > max(iu, il) and row[iu].strip():
-                labels[row[iu].strip()] = row[il].strip()
-    return labels
+    try:
+        return dict(read_pairs(path, "url", "label"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"labels file not found: {path}") from None
 
 
 def read_log(path: str | Path) -> list[dict]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import threading
 import time
 from http import HTTPStatus
@@ -76,6 +77,18 @@ class ReplayProxy:
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    def crawl_env(self, base: dict | None = None, settings_module: str | None = "focuscrawl.settings") -> dict:
+        """The environment for a crawler process that goes through this proxy: ``http_proxy``
+        and ``https_proxy`` set, other proxy variables removed, focuscrawl's settings (or, with
+        ``settings_module=None``, none)."""
+        env = dict(os.environ if base is None else base)
+        for name in ("no_proxy", "NO_PROXY", "HTTP_PROXY", "HTTPS_PROXY", "SCRAPY_SETTINGS_MODULE"):
+            env.pop(name, None)
+        env["http_proxy"] = env["https_proxy"] = self.url
+        if settings_module:
+            env["SCRAPY_SETTINGS_MODULE"] = settings_module
+        return env
 
     @property
     def log(self) -> list[dict]:
