@@ -22,7 +22,6 @@ from urllib.parse import urljoin, urlsplit
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.utils.request import request_from_dict
-from twisted.internet import reactor
 
 from focuscrawl import signals as focus_signals
 from focuscrawl.frontier import Entry, Frontier, SeenSet
@@ -51,58 +50,20 @@ class FocusScheduler:
     def __init__(self, crawler):
         self.crawler = crawler
         self.stats = crawler.stats
-        s = crawler.settings
         try:
-            self.frontier = Frontier(capacity=s.getint("FOCUS_FRONTIER_CAPACITY", 1_000_000))
-            slots = s.getdict("DOWNLOAD_SLOTS")
-            self.delays = DelayPolicy(
-                minimum=s.getfloat("DOWNLOAD_DELAY", 1.0),
-                adaptive_factor=s.getfloat("FOCUS_ADAPTIVE_DELAY_FACTOR", 2.0),
-                backoff_base=s.getfloat("FOCUS_BACKOFF_BASE", 5.0),
-                backoff_max=s.getfloat("FOCUS_BACKOFF_MAX", 3600.0),
-                per_host_minimum={k: float(v["delay"]) for k, v in slots.items() if "delay" in v},
-                max_crawl_delay=s.getfloat("FOCUS_MAX_CRAWL_DELAY", 30.0),
-            )
-            self.over_cap = s.get("FOCUS_CRAWL_DELAY_OVER_CAP", "cap")
-            if self.over_cap not in ("cap", "skip"):
-                raise ValueError(f"FOCUS_CRAWL_DELAY_OVER_CAP must be 'cap' or 'skip', not {self.over_cap!r}")
-            self.traps = TrapRules(
-                max_depth=s.getint("FOCUS_MAX_DEPTH", 30),
-                max_url_length=s.getint("FOCUS_MAX_URL_LENGTH", 1024),
-                max_repeated_segments=s.getint("FOCUS_MAX_REPEATED_SEGMENTS", 3),
-                deny_extensions=set(s.getlist("FOCUS_DENY_EXTENSIONS")),
-            )
-            exclude_file = s.get("FOCUS_EXCLUDE_FILE")
-            self.exclusion = (ExclusionList(exclude_file, s.getfloat("FOCUS_EXCLUDE_CHECK_SECONDS", 5.0))
-                              if exclude_file else None)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise NotConfigured(f"focuscrawl scheduler: bad setting: {exc}") from exc
-        self.learner = LinkRewardLearner(credit_decay=s.getfloat("FOCUS_CREDIT_DECAY", 0.5),
-                                         exploration=s.getfloat("FOCUS_EXPLORATION", 0.3))
+            config = read_settings(crawler.settings)
+        except ValueError as exc:
+            raise NotConfigured(f"focuscrawl scheduler: {exc}") from exc
+        for name, value in config.items():  # delays, traps, exclusion, budget, ... (see read_settings)
+            setattr(self, name, value)
         self.seen = SeenSet()
         self.robots: dict[str, RobotsRules] = {}
         self.timing: dict[str, HostTiming] = {}
-        self.obey_robots = s.getbool("ROBOTSTXT_OBEY", True)
-        self.agent = s.get("ROBOTSTXT_USER_AGENT") or s.get("USER_AGENT") or "focuscrawl"
-        self.robots_cache = s.getfloat("FOCUS_ROBOTS_CACHE_SECONDS", 86400.0)
-        self.robots_retry = s.getfloat("FOCUS_ROBOTS_ERROR_RETRY_SECONDS", 600.0)
-        self.budget = s.getint("FOCUS_BUDGET", 0)
-        self.host_budget = s.getint("FOCUS_HOST_BUDGET", 0)
-        self.max_redirects = s.getint("FOCUS_MAX_REDIRECTS", 3)
-        self.threshold = s.getfloat("FOCUS_RELEVANCE_THRESHOLD", 0.5)
-        self.allowed_domains = [d.lower().lstrip(".") for d in s.getlist("FOCUS_ALLOWED_DOMAINS")]
-        self.follow_sitemaps = s.getbool("FOCUS_FOLLOW_SITEMAPS", True)
-        self.head_check = s.getbool("FOCUS_HEAD_CHECK", False)
-        self.per_ip = s.getbool("FOCUS_POLITENESS_PER_IP", False)
         self._ips: dict[str, str] = {}
         self.ip_busy: dict[str, str] = {}  # IP -> the host whose request is in flight there
         self.ip_ready_at: dict[str, float] = {}
-        self.jobdir = s.get("JOBDIR")
         self.job: JobDir | None = None
         self._restoring = False
-        self.checkpoint_seconds = s.getfloat("FOCUS_CHECKPOINT_SECONDS", 30.0)
-        self.patience = s.getfloat("FOCUS_PATIENCE", 2.0)
-        self.patience_margin = s.getfloat("FOCUS_PATIENCE_MARGIN", 0.25)
         self.released = 0
         self.host_admitted: dict[str, int] = {}
         self.inflight: dict[str, Request] = {}  # host -> the request in flight to it
@@ -380,6 +341,8 @@ class FocusScheduler:
     def _schedule_wakeup(self, soon: bool = False) -> None:
         """Ask the engine for the next request when the earliest waiting host becomes ready
         (or shortly, when holding back for a better URL)."""
+        from twisted.internet import reactor  # here, not at import: Scrapy installs the reactor first
+
         ready_at = self.frontier.next_ready_time()
         if ready_at is None:
             return
@@ -630,3 +593,67 @@ class FocusScheduler:
 
 def _is_vector(features) -> bool:
     return isinstance(features, tuple) and len(features) == 2 and hasattr(features[0], "dtype")
+
+
+def read_settings(s) -> dict:
+    """Every setting the scheduler uses, checked: a bad value raises ValueError naming it (the
+    crawl command turns that into one error line before the crawl starts)."""
+    def number(name, default, kind=float, minimum=0):
+        try:
+            value = kind(s.get(name, default) if s.get(name) is not None else default)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number, not {s.get(name)!r}") from None
+        if minimum is not None and value < minimum:
+            raise ValueError(f"{name} must be at least {minimum}, not {value}")
+        return value
+
+    slots = s.getdict("DOWNLOAD_SLOTS")
+    over_cap = s.get("FOCUS_CRAWL_DELAY_OVER_CAP", "cap")
+    if over_cap not in ("cap", "skip"):
+        raise ValueError(f"FOCUS_CRAWL_DELAY_OVER_CAP must be 'cap' or 'skip', not {over_cap!r}")
+    threshold = number("FOCUS_RELEVANCE_THRESHOLD", 0.5)
+    if threshold > 1:
+        raise ValueError(f"FOCUS_RELEVANCE_THRESHOLD is a probability (0 to 1), not {threshold}")
+    exclude_file = s.get("FOCUS_EXCLUDE_FILE")
+    try:
+        per_host = {k: float(v["delay"]) for k, v in slots.items() if "delay" in v}
+    except (TypeError, ValueError, AttributeError):
+        raise ValueError("DOWNLOAD_SLOTS delays must be numbers") from None
+    return {
+        "frontier": Frontier(capacity=number("FOCUS_FRONTIER_CAPACITY", 1_000_000, int, 1)),
+        "delays": DelayPolicy(
+            minimum=number("DOWNLOAD_DELAY", 1.0),
+            adaptive_factor=number("FOCUS_ADAPTIVE_DELAY_FACTOR", 2.0),
+            backoff_base=number("FOCUS_BACKOFF_BASE", 5.0),
+            backoff_max=number("FOCUS_BACKOFF_MAX", 3600.0),
+            per_host_minimum=per_host,
+            max_crawl_delay=number("FOCUS_MAX_CRAWL_DELAY", 30.0),
+        ),
+        "over_cap": over_cap,
+        "traps": TrapRules(
+            max_depth=number("FOCUS_MAX_DEPTH", 30, int),
+            max_url_length=number("FOCUS_MAX_URL_LENGTH", 1024, int),
+            max_repeated_segments=number("FOCUS_MAX_REPEATED_SEGMENTS", 3, int),
+            deny_extensions=set(s.getlist("FOCUS_DENY_EXTENSIONS")),
+        ),
+        "exclusion": (ExclusionList(exclude_file, number("FOCUS_EXCLUDE_CHECK_SECONDS", 5.0)) if exclude_file
+                      else None),
+        "learner": LinkRewardLearner(credit_decay=number("FOCUS_CREDIT_DECAY", 0.5),
+                                     exploration=number("FOCUS_EXPLORATION", 0.3)),
+        "obey_robots": s.getbool("ROBOTSTXT_OBEY", True),
+        "agent": s.get("ROBOTSTXT_USER_AGENT") or s.get("USER_AGENT") or "focuscrawl",
+        "robots_cache": number("FOCUS_ROBOTS_CACHE_SECONDS", 86400.0),
+        "robots_retry": number("FOCUS_ROBOTS_ERROR_RETRY_SECONDS", 600.0),
+        "budget": number("FOCUS_BUDGET", 0, int),
+        "host_budget": number("FOCUS_HOST_BUDGET", 0, int),
+        "max_redirects": number("FOCUS_MAX_REDIRECTS", 3, int),
+        "threshold": threshold,
+        "allowed_domains": [d.lower().lstrip(".") for d in s.getlist("FOCUS_ALLOWED_DOMAINS")],
+        "follow_sitemaps": s.getbool("FOCUS_FOLLOW_SITEMAPS", True),
+        "head_check": s.getbool("FOCUS_HEAD_CHECK", False),
+        "per_ip": s.getbool("FOCUS_POLITENESS_PER_IP", False),
+        "patience": number("FOCUS_PATIENCE", 2.0),
+        "patience_margin": number("FOCUS_PATIENCE_MARGIN", 0.25, float, None),
+        "jobdir": s.get("JOBDIR"),
+        "checkpoint_seconds": number("FOCUS_CHECKPOINT_SECONDS", 30.0),
+    }

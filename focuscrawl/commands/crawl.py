@@ -8,6 +8,7 @@ import sys
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from focuscrawl.relevance import ModelError, TopicModel
+from focuscrawl.scheduler import read_settings
 from focuscrawl.spiders.focused import SeedsError, read_seeds
 
 
@@ -23,12 +24,23 @@ class Command(ScrapyCrawlCommand):
                 read_seeds(spargs.get("seeds", ""))
                 if "threshold" in spargs:
                     float(spargs["threshold"])
+                read_settings(self.settings)
             except (ModelError, SeedsError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 self.exitcode = 2
                 return
-            except ValueError:
-                print(f"error: threshold must be a number, not {spargs['threshold']!r}", file=sys.stderr)
+            except ValueError as exc:
+                message = str(exc) if "threshold" not in spargs or _is_number(spargs["threshold"]) else (
+                    f"threshold must be a number, not {spargs['threshold']!r}")
+                print(f"error: {message}", file=sys.stderr)
                 self.exitcode = 2
                 return
         super().run(args, opts)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
