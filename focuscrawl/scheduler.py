@@ -117,7 +117,20 @@ class FocusScheduler:
     def has_pending_requests(self) -> bool:
         if self.budget and self.released >= self.budget:
             return False
-        return len(self.frontier) > 0 or (self.job is not None and self.job.has_spill())
+        if not len(self.frontier):
+            return self.job is not None and self.job.has_spill()
+        if self.inflight or self._robots_pending:
+            return True
+        ready_at = self.frontier.next_ready_time()
+        if ready_at is not None and ready_at - time.monotonic() > self.max_wait:
+            # every waiting host is blocked for long (back-off, unreachable robots.txt): finish
+            # rather than idle; with JOBDIR the waiting URLs are kept for a resumed crawl
+            if not self.stats.get_value("focus/finished_waiting"):
+                self.stats.set_value("focus/finished_waiting", len(self.frontier))
+                logger.info("%d URLs wait for hosts not ready for %.0f s (FOCUS_MAX_WAIT %.0f s): finishing",
+                            len(self.frontier), ready_at - time.monotonic(), self.max_wait)
+            return False
+        return True
 
     def __len__(self) -> int:
         return len(self.frontier)
@@ -331,7 +344,8 @@ class FocusScheduler:
         return Request(
             robots_url(page_url), callback=self._robots_fetched, errback=self._robots_failed,
             dont_filter=True, priority=10_000,
-            meta={"focus_robots_for": host, "dont_retry": True, "handle_httpstatus_all": True},
+            # 4xx and 5xx reach the callback (RFC 9309 gives them meanings); 3xx are followed
+            meta={"focus_robots_for": host, "dont_retry": True, "handle_httpstatus_list": list(range(400, 600))},
         )
 
     def _rescore(self, entries: list[Entry]) -> list[float]:
@@ -364,7 +378,11 @@ class FocusScheduler:
     def _robots_fetched(self, response):
         host = response.meta["focus_robots_for"]
         rules = self.robots.setdefault(host, RobotsRules())
+        previous = rules.status
         rules.record_response(response.status, response.body, time.monotonic(), self.robots_cache, self.robots_retry)
+        if rules.state is RobotsState.UNREACHABLE and previous is not None and previous >= 500:
+            dropped = self.frontier.drop_host(host)  # 5xx twice in a row: give the host up for this crawl
+            self.stats.inc_value("focus/refused/robots_unreachable", len(dropped))
         self.stats.inc_value(f"focus/robots/{rules.state.value}")
         self._apply_robots(host, rules)
         self.crawler.signals.send_catch_log(focus_signals.robots_fetched, host=host, rules=rules, response=response)
@@ -656,4 +674,5 @@ def read_settings(s) -> dict:
         "patience_margin": number("FOCUS_PATIENCE_MARGIN", 0.25, float, None),
         "jobdir": s.get("JOBDIR"),
         "checkpoint_seconds": number("FOCUS_CHECKPOINT_SECONDS", 30.0),
+        "max_wait": number("FOCUS_MAX_WAIT", 300.0),
     }

@@ -127,6 +127,9 @@ FOCUS_BACKOFF_MAX = 3600.0
 # Exclusion list file (hosts, domains, URL patterns; '#' comments), re-read when it changes.
 FOCUS_EXCLUDE_FILE = None
 FOCUS_EXCLUDE_CHECK_SECONDS = 5.0
+# Finish rather than wait longer than this for the next host to become ready (back-offs, robots.txt
+# that answered 5xx); with JOBDIR the waiting URLs are kept for a resumed crawl.
+FOCUS_MAX_WAIT = 300.0
 # JOBDIR checkpoint period in seconds.
 FOCUS_CHECKPOINT_SECONDS = 30.0
 # Patience: hold a request when a URL scoring FOCUS_PATIENCE_MARGIN more waits at a host that will

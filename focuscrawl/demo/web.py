@@ -24,11 +24,12 @@ from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
 from typing import Iterable
-from urllib.parse import urljoin, urlsplit, urldefrag
+from urllib.parse import urljoin, urlsplit
 
 from protego import Protego
 
 from focuscrawl import BOT_NAME
+from focuscrawl.parsing import parse_html
 from focuscrawl.demo import vocabulary as V
 
 Record = tuple[int, list[tuple[str, str]], bytes]
@@ -177,7 +178,10 @@ class DemoWeb:
             if record is None or record[0] != 200 or not _is_html(record[1]):
                 self._link_cache[url] = []
             else:
-                self._link_cache[url] = extract_links(record[2], url, _charset(record[1], record[2]))
+                ctype = _header(record[1], "Content-Type") or ""
+                declared = ctype.lower().split("charset=", 1)[1].strip() if "charset=" in ctype.lower() else None
+                page = parse_html(record[2], url, declared, ctype or None)  # as the crawler sees it
+                self._link_cache[url] = [link.url for link in page.links]
         return list(self._link_cache[url])
 
     def allowed(self, url: str) -> bool:
@@ -280,33 +284,6 @@ def _is_html(headers: list[tuple[str, str]]) -> bool:
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([A-Za-z0-9_-]+)""", re.I)
 
-
-def _charset(headers: list[tuple[str, str]], body: bytes) -> str:
-    ctype = _header(headers, "Content-Type") or ""
-    m = re.search(r"charset=([A-Za-z0-9_-]+)", ctype, re.I)
-    if m:
-        return m.group(1)
-    m = _META_CHARSET.search(body[:2048])
-    return m.group(1).decode("ascii") if m else "utf-8"
-
-
-def extract_links(body: bytes, base_url: str, charset: str = "utf-8") -> list[str]:
-    """``<a href>`` targets of an HTML page, absolute and without fragments, http(s) only."""
-    import lxml.html
-
-    text = body.decode(charset, errors="replace")
-    if not text.strip():
-        return []
-    doc = lxml.html.fromstring(text)
-    out: list[str] = []
-    for href in doc.xpath("//a/@href"):
-        target, _ = urldefrag(urljoin(base_url, href.strip()))
-        if target.startswith(("http://", "https://")) and target not in out:
-            out.append(target)
-    return out
-
-
-# --- generation ---------------------------------------------------------------------------------
 
 
 @dataclass

@@ -56,7 +56,7 @@ class RobotsRules:
             except Exception:  # an unparseable file is treated as no file: allow all
                 self.parser, self.state = None, RobotsState.ALLOW_ALL
             self.expires_at = now + cache_seconds
-        elif 400 <= status < 500:
+        elif 300 <= status < 500:  # 4xx, or a redirect not followed to its end: "unavailable"
             self.parser, self.text, self.state = None, "", RobotsState.ALLOW_ALL
             self.expires_at = now + cache_seconds
         else:
