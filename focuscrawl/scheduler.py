@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 ROBOTS_PRIORITY = float("inf")
 ROBOTS_SETTLE_TIMEOUT = 60.0
+ROBOTS_POLL_SECONDS = 0.25
 MAX_SITEMAPS_PER_HOST = 20
 #: extensions that name a page: no HEAD check needed before fetching
 PAGE_EXTENSIONS = frozenset({"html", "htm", "shtml", "xhtml", "php", "asp", "aspx", "jsp", "cfm", "cgi", "pl"})
@@ -236,8 +237,9 @@ class FocusScheduler:
                     rules.start_fetch()
                     return self._release(host, self._robots_request(host, request.url), None)
                 if rules.state is RobotsState.FETCHING or rules.state is RobotsState.UNREACHABLE:
+                    # robots.txt in flight (e.g. redirected to another host) or failing: look again later
                     self.frontier.requeue(host, entry)
-                    self.frontier.release(host, max(now, rules.expires_at))
+                    self.frontier.release(host, max(now + ROBOTS_POLL_SECONDS, rules.expires_at))
                     continue
                 if not rules.allows(request.url, self.agent):
                     self._refuse(request, "robots")

@@ -106,3 +106,16 @@ def test_head_check_keeps_useless_types_away_and_lets_pages_through(crawl):
 def test_scope_keeps_the_crawl_on_its_domains(crawl):
     assert not [r for r in crawl["server"] if r["host"] == "elsewhere.test"]
     assert any(r.get("dropped") == "out_of_scope" for r in crawl["requests"])
+
+
+def test_per_host_budget_caps_what_one_host_gets(demo_model, tmp_path):
+    with ReplayProxy(RecordedWeb.from_records(RECORDS)) as proxy:
+        result = run_scrapy(
+            ["crawl", "focused", "-a", f"seeds={A}/", "-a", f"model={demo_model}", "-s", f"FOCUS_STORE={tmp_path / 'c.db'}",
+             "-s", "DOWNLOAD_DELAY=0.05", "-s", "FOCUS_HOST_BUDGET=3", "-s", "FOCUS_PATIENCE=0"],
+            cwd=tmp_path, env={"http_proxy": proxy.url}, timeout=120)
+        log = proxy.log
+    assert result.returncode == 0, result.stderr[-3000:]
+    pages = [r for r in log if r["host"] == "www.sky.test" and r["path"] != "/robots.txt"]
+    assert len(pages) <= 3
+    assert "'focus/refused/host_budget':" in result.stderr

@@ -283,9 +283,6 @@ class LinkRewardLearner:
         self.model.fit_vector((np.concatenate((vector[0], dynamic[0])), np.concatenate((vector[1], dynamic[1]))),
                               target)
 
-    def host_stats(self, host: str) -> tuple[int, int]:
-        stats = self.hosts.get(host)
-        return (stats.fetched, stats.relevant) if stats else (0, 0)
 
 
 def _is_vector(features) -> bool:
