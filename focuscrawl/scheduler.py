@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 ROBOTS_PRIORITY = float("inf")
 ROBOTS_SETTLE_TIMEOUT = 60.0
 ROBOTS_POLL_SECONDS = 0.25
+RESCORE_MAX = 20_000  # entries re-scored in the background per learner update, at most
 MAX_SITEMAPS_PER_HOST = 20
 #: extensions that name a page: no HEAD check needed before fetching
 PAGE_EXTENSIONS = frozenset({"html", "htm", "shtml", "xhtml", "php", "asp", "aspx", "jsp", "cfm", "cgi", "pl"})
@@ -495,7 +496,9 @@ class FocusScheduler:
             # the learner moved on: bring a bounded batch of stale entries up to date
             self._background_version = self.learner.version
             self.frontier.version += 1
-            self.frontier.rescore_stale(self._rescore, limit=256)
+            # entries whose value rose since they were queued must surface: refresh a good share
+            # of the frontier each time (bounded), not only what reaches the top of a host queue
+            self.frontier.rescore_stale(self._rescore, limit=min(RESCORE_MAX, max(256, len(self.frontier) // 2)))
 
     # --- spill, checkpoint and resume (JOBDIR) -----------------------------------------------
     def _on_item_done(self, item, response=None, spider=None, exception=None):
