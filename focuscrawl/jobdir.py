@@ -39,7 +39,7 @@ class JobDir:
         self._journal = None
 
     def _journal_path(self, generation: int) -> str:
-        return os.path.join(self.path, f"focus-journal-{generation}.pickle")
+        return os.path.join(self.path, f"focus-journal-{generation}.pickle")  # as journal_events reads it
 
     # --- reading ------------------------------------------------------------------------------
     def load(self) -> tuple[dict[str, Any] | None, list[tuple]]:
@@ -109,6 +109,11 @@ class JobDir:
         if self._journal is not None:
             self._journal.close()
             self._journal = None
+
+
+def journal_events(jobdir: str, generation: int) -> list[tuple]:
+    """The journal written after the snapshot of ``generation`` (``enq``, ``deq``, ``done`` events)."""
+    return list(_read_events(os.path.join(jobdir, f"focus-journal-{generation}.pickle")))
 
 
 def _read_events(path: str):

@@ -222,3 +222,26 @@ def test_corrupt_checkpoint_is_one_error_line(job, tmp_path, damage):
     assert result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert result.stderr.startswith(f"error: {checkpoint}"), result.stderr
+
+
+def test_url_queued_after_the_checkpoint_is_found_in_the_journal(tmp_path):
+    """A crawl killed between checkpoints: the journal knows what the snapshot does not."""
+    from focuscrawl.frontier import SeenSet
+    from focuscrawl.jobdir import JobDir
+    from focuscrawl.learning import LinkRewardLearner
+
+    job = JobDir(str(tmp_path / "job"))
+    state = {"entries": [], "seen": SeenSet(), "learner": LinkRewardLearner(), "released": 3, "timing": {},
+             "host_admitted": {}, "robots": {}}
+    job.save(state)
+    meta = {"depth": 2, "focus_link": {"anchor": "comet atlas", "parent_url": "http://a.test/", "parent_score": 0.9}}
+    job.append(("enq", {"url": "http://a.test/comets.html", "meta": meta}))
+    job.append(("enq", {"url": "http://a.test/done.html", "meta": meta}))
+    job.append(("done", "http://a.test/done.html"))
+    job.close()
+    result = explain(tmp_path, "http://a.test/comets.html", "http://a.test/done.html", "--jobdir",
+                     str(tmp_path / "job"), "--json")
+    answers = {a["url"]: a for a in json_lines(result)}
+    queued = answers["http://a.test/comets.html"]["frontier"]
+    assert queued is not None and queued["anchor"] == "comet atlas" and queued["priority_now"] is not None
+    assert answers["http://a.test/done.html"]["found"] is False  # fetched since the checkpoint: not waiting

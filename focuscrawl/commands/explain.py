@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from focuscrawl.commandbase import CommandError, FocusCommand
+from focuscrawl.jobdir import journal_events
 from focuscrawl.learning import link_context, link_features
 from focuscrawl.store import CrawlStore, StoreError, resolve_store_path
 from focuscrawl.urls import canonicalize, host_key
@@ -152,7 +153,18 @@ class Command(FocusCommand):
     def _from_checkpoint(self, path: str, urls: list[str], top: int) -> dict[str, dict | None]:
         state = self._load_checkpoint(path)
         learner = state["learner"]
-        entries = state["entries"]
+        # the journal since the snapshot: pages done since then are no longer waiting, and URLs
+        # queued since then are (their priority is scored now: the journal keeps none)
+        events = journal_events(os.path.dirname(path), state.get("generation", 0))
+        done = {payload for kind, payload in events if kind == "done"}
+        entries = list(state["entries"])
+        for kind, payload in events:
+            if kind == "enq" and isinstance(payload, dict) and canonicalize(payload.get("url", "")) not in done:
+                canonical = canonicalize(payload["url"])
+                named = link_features(link_context(canonical, payload.get("meta") or {}))
+                parent = ((payload.get("meta") or {}).get("focus_link") or {}).get("parent_url")
+                priority = learner.score(named, canonical, canonicalize(parent) if parent else None)
+                entries.append((host_key(canonical), priority, payload, ()))
         wanted = {canonicalize(url): url for url in urls}
         result: dict[str, dict | None] = {url: None for url in urls}
         try:
@@ -161,7 +173,7 @@ class Command(FocusCommand):
             for host, priority, request_dict, features in entries:
                 canonical = canonicalize(request_dict["url"])
                 url = wanted.get(canonical)
-                if url is None or result[url] is not None:
+                if url is None or result[url] is not None or canonical in done:
                     continue
                 result[url] = self._entry_summary(learner, path, host, float(priority), request_dict, features,
                                                   canonical, priorities, top)
