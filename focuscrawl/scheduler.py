@@ -27,7 +27,7 @@ from focuscrawl import signals as focus_signals
 from focuscrawl.frontier import Entry, Frontier, SeenSet
 from focuscrawl.jobdir import JobDir, JobDirError
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
-from focuscrawl.learning.learner import WASTE_REWARD
+from focuscrawl.learning.learner import WASTE_REWARD, is_vector
 from focuscrawl.politeness import DelayPolicy, ExclusionList, HostTiming, RobotsRules, RobotsState, TrapRules
 from focuscrawl.urls import canonicalize, extension, host_key, robots_url
 
@@ -333,14 +333,16 @@ class FocusScheduler:
             self._refuse(original, "head_not_html")
             self.unfinished.pop(canonicalize(original.url), None)
             return None
-        original.meta["focus_head_checked"] = True
-        original.dont_filter = True  # already in the seen set: it was admitted once
-        return [original]
+        return self._get_after_head(original)
 
     def _head_failed(self, failure):
-        original = failure.request.meta["focus_head_for"]
+        return self._get_after_head(failure.request.meta["focus_head_for"])
+
+    @staticmethod
+    def _get_after_head(original: Request) -> list[Request]:
+        """The GET, back through the frontier, marked so that it is not checked again."""
         original.meta["focus_head_checked"] = True
-        original.dont_filter = True
+        original.dont_filter = True  # already in the seen set: it was admitted once
         return [original]
 
     def _robots_request(self, host: str, page_url: str) -> Request:
@@ -381,11 +383,8 @@ class FocusScheduler:
     def _robots_fetched(self, response):
         host = response.meta["focus_robots_for"]
         rules = self.robots.setdefault(host, RobotsRules())
-        previous = rules.status
         rules.record_response(response.status, response.body, time.monotonic(), self.robots_cache, self.robots_retry)
-        if rules.state is RobotsState.UNREACHABLE and previous is not None and previous >= 500:
-            dropped = self.frontier.drop_host(host)  # 5xx twice in a row: give the host up for this crawl
-            self.stats.inc_value("focus/refused/robots_unreachable", len(dropped))
+        self._give_up_if_unreachable(host, rules)
         self.stats.inc_value(f"focus/robots/{rules.state.value}")
         self._apply_robots(host, rules)
         self.crawler.signals.send_catch_log(focus_signals.robots_fetched, host=host, rules=rules, response=response)
@@ -407,16 +406,18 @@ class FocusScheduler:
         if failure.check(IgnoreRequest):  # e.g. too many redirects: RFC 9309 lets us treat it as unavailable
             rules.record_response(404, b"", now, self.robots_cache, self.robots_retry)
         else:
-            previous = rules.status
             rules.record_unreachable(now, self.robots_retry)
-            if previous == -1:  # unreachable twice in a row: give the host up for this crawl
-                dropped = self.frontier.drop_host(host)
-                self.stats.inc_value("focus/refused/robots_unreachable", len(dropped))
-            rules.status = -1
+            self._give_up_if_unreachable(host, rules)
         self.stats.inc_value(f"focus/robots/{rules.state.value}")
         logger.info("robots.txt of %s: %s (%s)", host, rules.state.value, failure.getErrorMessage())
         self._robots_settled(request)
         return None
+
+    def _give_up_if_unreachable(self, host: str, rules: RobotsRules) -> None:
+        """robots.txt failed (5xx or network) twice in a row: give the host up for this crawl."""
+        if rules.failures >= 2:
+            dropped = self.frontier.drop_host(host)
+            self.stats.inc_value("focus/refused/robots_unreachable", len(dropped))
 
     def _apply_robots(self, host: str, rules: RobotsRules) -> None:
         timing = self.timing.setdefault(host, HostTiming())
@@ -550,7 +551,7 @@ class FocusScheduler:
 
     def _vector_of(self, features, canonical: str, request: Request):
         """The stored feature vector, or one rebuilt from the request's link context."""
-        if _is_vector(features):
+        if is_vector(features):
             return features
         return self.learner.vectorise(link_features(link_context(canonical, request.meta)))
 
@@ -614,18 +615,15 @@ class FocusScheduler:
         self.stats.set_value("focus/resumed", 1)
 
 
-def _is_vector(features) -> bool:
-    return isinstance(features, tuple) and len(features) == 2 and hasattr(features[0], "dtype")
-
-
 def read_settings(s) -> dict:
     """Every setting the scheduler uses, checked: a bad value raises ValueError naming it (the
     crawl command turns that into one error line before the crawl starts)."""
     def number(name, default, kind=float, minimum=0):
+        raw = s.get(name)
         try:
-            value = kind(s.get(name, default) if s.get(name) is not None else default)
+            value = kind(default if raw is None else raw)
         except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a number, not {s.get(name)!r}") from None
+            raise ValueError(f"{name} must be a number, not {raw!r}") from None
         if minimum is not None and value < minimum:
             raise ValueError(f"{name} must be at least {minimum}, not {value}")
         return value
@@ -634,7 +632,7 @@ def read_settings(s) -> dict:
     over_cap = s.get("FOCUS_CRAWL_DELAY_OVER_CAP", "cap")
     if over_cap not in ("cap", "skip"):
         raise ValueError(f"FOCUS_CRAWL_DELAY_OVER_CAP must be 'cap' or 'skip', not {over_cap!r}")
-    threshold = number("FOCUS_RELEVANCE_THRESHOLD", 0.5)
+    threshold = number("FOCUS_RELEVANCE_THRESHOLD", 0.5)  # used by the spider; checked here with the rest
     if threshold > 1:
         raise ValueError(f"FOCUS_RELEVANCE_THRESHOLD is a probability (0 to 1), not {threshold}")
     exclude_file = s.get("FOCUS_EXCLUDE_FILE")
@@ -670,7 +668,6 @@ def read_settings(s) -> dict:
         "budget": number("FOCUS_BUDGET", 0, int),
         "host_budget": number("FOCUS_HOST_BUDGET", 0, int),
         "max_redirects": number("FOCUS_MAX_REDIRECTS", 3, int),
-        "threshold": threshold,
         "allowed_domains": [d.lower().lstrip(".") for d in s.getlist("FOCUS_ALLOWED_DOMAINS")],
         "follow_sitemaps": s.getbool("FOCUS_FOLLOW_SITEMAPS", True),
         "head_check": s.getbool("FOCUS_HEAD_CHECK", False),

@@ -117,3 +117,12 @@ def test_trap_rules():
     assert traps.check("http://a.test/f.zip") == "denied_extension"
     assert traps.check("ftp://a.test/") == "scheme"
     assert traps.check("http://a.test/cal/2026/11") is None
+
+
+def test_failures_in_a_row_are_counted_and_a_success_resets_them():
+    rules = RobotsRules()
+    rules.record_response(503, b"", 0.0, 100, 10)
+    rules.record_unreachable(20.0, 10)  # then a network error: two failures in a row
+    assert rules.failures == 2
+    rules.record_response(200, b"User-agent: *\nAllow: /\n", 40.0, 100, 10)
+    assert rules.failures == 0 and rules.state is RobotsState.PARSED

@@ -178,9 +178,7 @@ class DemoWeb:
             if record is None or record[0] != 200 or not _is_html(record[1]):
                 self._link_cache[url] = []
             else:
-                ctype = _header(record[1], "Content-Type") or ""
-                declared = ctype.lower().split("charset=", 1)[1].strip() if "charset=" in ctype.lower() else None
-                page = parse_html(record[2], url, declared, ctype or None)  # as the crawler sees it
+                page = parse_html(record[2], url, content_type=_header(record[1], "Content-Type"))  # as crawled
                 self._link_cache[url] = [link.url for link in page.links]
         return list(self._link_cache[url])
 

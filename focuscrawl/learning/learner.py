@@ -174,7 +174,10 @@ class LinkRewardLearner:
     def _dynamic(self, url: str, parent: str | None = None) -> list[tuple[str, float]]:
         """Evidence that changes as the crawl goes: how the link's host, path prefix and
         siblings (links from the same page) have paid off so far."""
-        host, prefix, siblings = self._places(url, parent)
+        return self._dynamic_at(*self._places(url, parent))
+
+    @staticmethod
+    def _dynamic_at(host: _Yield, prefix: _Yield, siblings: _Yield | None) -> list[tuple[str, float]]:
         feats = [("host_yield", host.rate()), ("prefix_yield", prefix.rate()),
                  ("host_waste", host.waste()), ("prefix_waste", prefix.waste())]
         if host.fetched == 0:
@@ -187,7 +190,9 @@ class LinkRewardLearner:
     def bonus(self, url: str, parent: str | None = None) -> float:
         """Optimism under uncertainty: places we know little about get a bonus that shrinks as
         their yield becomes known."""
-        host, prefix, _ = self._places(url, parent)
+        return self._bonus_at(*self._places(url, parent))
+
+    def _bonus_at(self, host: _Yield, prefix: _Yield, siblings: _Yield | None = None) -> float:
         return self.exploration * (host.uncertainty() + prefix.uncertainty())
 
     def vectorise(self, features: Features) -> Vector:
@@ -199,9 +204,10 @@ class LinkRewardLearner:
     def score(self, features: Features | Vector, url: str, parent: str | None = None) -> float:
         """Predicted reward of a link plus its exploration bonus. ``features`` are named features
         or their vector (``vectorise``), which is what the frontier stores."""
-        vector = features if _is_vector(features) else self.model.vectorise(features)
-        return (self.model.predict_vector(vector) + self.model.predict_vector(self._dynamic_vector(url, parent))
-                + self.bonus(url, parent))
+        vector = features if is_vector(features) else self.model.vectorise(features)
+        places = self._places(url, parent)  # looked up once: this runs for every (re-)scored URL
+        return (self.model.predict_vector(vector) + self.model.predict_one(self._dynamic_at(*places))
+                + self._bonus_at(*places))
 
     def score_many(self, items: Sequence[tuple[Features | Vector, str, str | None]]) -> list[float]:
         return [self.score(f, u, p) for f, u, p in items]
@@ -285,13 +291,14 @@ class LinkRewardLearner:
 
 
 
-def _is_vector(features) -> bool:
+def is_vector(features) -> bool:
+    """True for the hashed (idx, val) form that ``vectorise`` returns."""
     return isinstance(features, tuple) and len(features) == 2 and isinstance(features[0], np.ndarray)
 
 
 def _as_vector(model: OnlineLinearRegressor, features) -> Vector | None:
     if features is None or len(features) == 0:
         return None
-    if _is_vector(features):
+    if is_vector(features):
         return features if len(features[0]) else None
     return model.vectorise(features)

@@ -33,6 +33,7 @@ class RobotsRules:
     text: str = ""
     status: int | None = None
     sitemaps: list[str] = field(default_factory=list)
+    failures: int = 0  # 5xx or network errors in a row; a success resets it
 
     def needs_fetch(self, now: float) -> bool:
         if self.state is RobotsState.FETCHING:
@@ -47,6 +48,8 @@ class RobotsRules:
         """Apply a fetched robots.txt (after redirects) as RFC 9309 says."""
         self.status = status
         self.fetched_at = now
+        if status < 500:
+            self.failures = 0
         if 200 <= status < 300:
             self.text = _decode(body)
             try:
@@ -64,6 +67,7 @@ class RobotsRules:
 
     def record_unreachable(self, now: float, retry_seconds: float, status: int | None = None) -> None:
         self.status = status
+        self.failures += 1
         self.parser, self.state = None, RobotsState.UNREACHABLE
         self.fetched_at = now
         self.expires_at = now + retry_seconds

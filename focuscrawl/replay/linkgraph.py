@@ -38,11 +38,7 @@ def parsed_links(resp: RecordedResponse) -> list[str]:
         parse_html,  # imported late: parsing is a sibling package
     )
 
-    ctype = resp.content_type
-    declared = None
-    if "charset=" in ctype.lower():
-        declared = ctype.lower().split("charset=", 1)[1].split(";")[0].strip().strip("\"'") or None
-    page = parse_html(resp.body, resp.url, declared, ctype or None)
+    page = parse_html(resp.body, resp.url, content_type=resp.content_type or None)  # charset= read there
     return [link.url for link in page.links]
 
 

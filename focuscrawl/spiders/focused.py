@@ -124,8 +124,8 @@ class FocusedSpider(scrapy.Spider):
         links = []
         content_type = page.content_type.split(";")[0].strip().lower()
         if response.status == 200 and (content_type in HTML_TYPES or not content_type):
-            declared = _declared_charset(page.content_type)
-            parsed = parse_html(response.body, response.url, declared, page.content_type)
+            # parse_html reads the header's charset from content_type (and distrusts it when it lies)
+            parsed = parse_html(response.body, response.url, content_type=page.content_type)
             page.title, page.text, page.encoding = parsed.title, parsed.text, parsed.encoding
             header_noindex, header_nofollow = _x_robots_tag(response, self.settings.get("ROBOTSTXT_USER_AGENT"))
             noindex, nofollow = parsed.noindex or header_noindex, parsed.nofollow or header_nofollow
@@ -219,14 +219,6 @@ def _explanation(request) -> dict:
 def _first_url(request) -> str:
     chain = request.meta.get("redirect_urls")
     return chain[0] if chain else request.url
-
-
-def _declared_charset(content_type: str) -> str | None:
-    for part in content_type.split(";")[1:]:
-        key, _, value = part.partition("=")
-        if key.strip().lower() == "charset" and value.strip():
-            return value.strip().strip("\"'")
-    return None
 
 
 def _now() -> str:
