@@ -51,7 +51,8 @@ def test_exploration_bonus_shrinks_with_evidence():
     for i in range(20):
         learner.observe(f"http://old.test/a/{i}.html", None, None, 0.0, False)
     assert learner.bonus("http://old.test/a/y.html") < fresh / 3
-    assert learner.bonus("http://new.test/a/x.html") == fresh
+    # an unseen host keeps most of its bonus (one new host seen so far: little pooled evidence)
+    assert learner.bonus("http://new.test/a/x.html") > 2 * learner.bonus("http://old.test/a/y.html")
 
 
 def test_version_moves_as_the_learner_learns():
@@ -76,3 +77,23 @@ def test_a_duplicate_found_later_counts_as_waste():
     learner.mark_wasted("http://a.test/print/1.html", relevant_before=True)
     assert learner.hosts["a.test"].relevant == 0 and learner.hosts["a.test"].wasted == 1
     assert learner.score(f, "http://a.test/print/2.html", "http://a.test/") < before
+
+
+def test_an_unseen_host_is_judged_by_how_new_hosts_have_paid_off():
+    """Empirical-Bayes prior of the host bandit: where links to new hosts are dead (404s), a host
+    never fetched is expected to be dead too; where new hosts held relevant pages, it is hopeful."""
+    def after(outcome):
+        learner = LinkRewardLearner()
+        for i in range(30):
+            learner.observe(f"http://h{i}.example/", None, None, *outcome)
+        return learner.score(feats("http://never.example/x.html", "pictures"), "http://never.example/x.html")
+    fresh = LinkRewardLearner().score(feats("http://never.example/x.html", "pictures"), "http://never.example/x.html")
+    dead, answered, fruitful = after((-0.2, False, True)), after((0.0, False)), after((1.0, True))
+    assert dead < answered < fruitful
+    assert dead < fresh - 0.1
+    # a host already fetched keeps its own evidence
+    learner = LinkRewardLearner()
+    learner.observe("http://seen.example/", None, None, 1.0, True)
+    for i in range(30):
+        learner.observe(f"http://h{i}.example/", None, None, -0.2, False, True)
+    assert learner.hosts["seen.example"].rate() > 0.3

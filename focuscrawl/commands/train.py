@@ -23,7 +23,9 @@ class Command(FocusCommand):
             "Train the topic model that scores pages. EXAMPLES are WARC files (labels from "
             "--labels FILE.tsv with url and label columns), JSON-lines files, folders with one "
             "sub-folder per label, or a focuscrawl crawl store. Prints examples per class and "
-            "cross-validated precision, recall and F1."
+            "cross-validated precision, recall and F1. From WARC inputs it also trains a link "
+            "model: which anchors and URLs lead to on-topic pages, learned from every link whose "
+            "target is labelled or was never recorded (--no-link-model to skip it)."
         )
 
     def add_options(self, parser) -> None:
@@ -40,6 +42,8 @@ class Command(FocusCommand):
         group.add_argument("--exclude-host", metavar="REGEX",
                            help="leave out pages whose host matches REGEX")
         # Parsed here, not by argparse, so a bad value is one clear error line.
+        group.add_argument("--no-link-model", action="store_true",
+                           help="do not train the link model from the links of WARC inputs")
         group.add_argument("--cv-folds", metavar="N", default="5",
                            help="cross-validation folds (default 5; 0 skips cross-validation)")
 
@@ -67,7 +71,7 @@ class Command(FocusCommand):
                 args, labels_path=opts.labels,
                 include_host=opts.include_host, exclude_host=opts.exclude_host,
             )
-            model, report = train_topic_model(examples, positive, cv_folds=folds)
+            model, report = train_topic_model(examples, positive, cv_folds=folds, link_model=not opts.no_link_model)
         except (ExamplesError, TrainingError) as exc:
             raise CommandError(str(exc)) from None
 
@@ -86,11 +90,26 @@ class Command(FocusCommand):
             )
         else:
             print("cross-validation skipped (0 folds asked, or a class has a single example)")
+        _print_link_report(report.get("links"))
         try:
             model.save(output)
         except OSError as exc:
             raise CommandError(f"cannot write model to {output}: {exc.strerror or exc}") from None
         print(f"model written to {output}")
+
+
+def _print_link_report(links: dict | None) -> None:
+    if links is None:
+        print("link model: none (links are learned only from WARC inputs; links are valued by the topic model)")
+        return
+    print(f"link model: {links['n_links']} labelled links, {links['n_positive']} to positive pages, "
+          f"{links['n_missing']} to pages never recorded")
+    if links.get("skipped"):
+        print(f"  not trained: {links['skipped']}")
+    elif links["cv"]:
+        cv = links["cv"]
+        print(f"  cross-validated ({cv['folds']} folds): average precision {cv['average_precision']:.3f} "
+              f"(base rate {cv['base_rate']:.3f})")
 
 
 def _folds(value: str) -> int:

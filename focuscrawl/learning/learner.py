@@ -27,6 +27,8 @@ Features = Sequence[tuple[str, float]]
 Vector = tuple[np.ndarray, np.ndarray]  # hashed feature indices and values
 
 WASTE_REWARD = -0.2
+#: How many fetches' worth of pooled evidence about new hosts an unseen host starts with.
+UNSEEN_HOST_EVIDENCE = 8.0
 
 
 class OnlineLinearRegressor:
@@ -119,13 +121,27 @@ class _Yield:
     def waste(self) -> float:
         return (self.wasted + 0.5) / (self.fetched + 2.0)
 
+    def shrunk(self, fetches: float) -> "_Prior":
+        """The same rates over at most ``fetches`` observations: pooled evidence used as a prior
+        for one place, which must not be as certain as the pool."""
+        out = _Prior()
+        scale = min(1.0, fetches / self.fetched) if self.fetched else 0.0
+        out.fetched, out.relevant, out.wasted = self.fetched * scale, self.relevant * scale, self.wasted * scale
+        return out
+
     def uncertainty(self) -> float:
         """Standard deviation of the Beta posterior of the yield: what one more look could teach."""
         a, b = self.relevant + 1.0, self.fetched - self.relevant + 3.0
         return math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
 
 
-_UNSEEN = _Yield()
+class _Prior(_Yield):
+    """What is assumed about a place never fetched."""
+
+    __slots__ = ()
+
+
+_UNSEEN = _Prior()
 
 
 class _PathNode:
@@ -160,13 +176,24 @@ class LinkRewardLearner:
         self.hosts: dict[str, _Yield] = {}
         self.prefixes: dict[str, _Yield] = {}
         self.children: dict[str, _Yield] = {}  # parent page -> how its fetched links paid off
+        # Empirical-Bayes prior of the host bandit: a host never fetched is judged by how the first
+        # fetch at each new host has paid off so far (over at most UNSEEN_HOST_EVIDENCE fetches),
+        # not by a fixed optimistic prior: where most links to other hosts are dead, optimism about
+        # every new host would spiral off the topic's sites.
+        self.new_hosts = _Yield()
+        self._unseen_host = _UNSEEN
         self.nodes: OrderedDict[str, _PathNode] = OrderedDict()
         self.observations = 0
         self.version = 0
 
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("new_hosts", _Yield())  # a checkpoint from before it was kept
+        self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
+
     # --- scoring ------------------------------------------------------------------------------
     def _places(self, url: str, parent: str | None) -> tuple[_Yield, _Yield, _Yield | None]:
-        host = self.hosts.get(host_key(url), _UNSEEN)
+        host = self.hosts.get(host_key(url)) or self._unseen_host
         prefix = self.prefixes.get(path_prefix(url), _UNSEEN)
         siblings = self.children.get(parent) if parent else None
         return host, prefix, siblings
@@ -180,7 +207,7 @@ class LinkRewardLearner:
     def _dynamic_at(host: _Yield, prefix: _Yield, siblings: _Yield | None) -> list[tuple[str, float]]:
         feats = [("host_yield", host.rate()), ("prefix_yield", prefix.rate()),
                  ("host_waste", host.waste()), ("prefix_waste", prefix.waste())]
-        if host.fetched == 0:
+        if isinstance(host, _Prior):
             feats.append(("host_unseen", 1.0))
         if siblings is not None and siblings.fetched:
             feats.append(("sibling_yield", siblings.rate()))
@@ -233,11 +260,16 @@ class LinkRewardLearner:
             stats = table.get(key)
             if stats is None:
                 stats = table[key] = _Yield()
+                if table is self.hosts:
+                    self.new_hosts.fetched += 1
+                    self.new_hosts.relevant += int(relevant)
+                    self.new_hosts.wasted += int(wasted)
                 if table is self.children and len(table) > self.max_nodes:
                     table.pop(next(iter(table)))
             stats.fetched += 1
             stats.relevant += int(relevant)
             stats.wasted += int(wasted)
+        self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
         node = self.nodes.get(url)
         if node is None:
             node = _PathNode(_as_vector(self.model, features), url, parent_url, reward)

@@ -23,11 +23,12 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from w3lib.url import canonicalize_url
 
 from focuscrawl.parsing import decode_body, parse_html
+from focuscrawl.relevance.links import LinkedWeb, LinkExample
 from focuscrawl.tsv import TsvError, read_pairs
 
 logger = logging.getLogger(__name__)
@@ -50,11 +51,13 @@ class Example:
 
 
 class ExampleList(list):
-    """A list of Example that also says what was skipped and why (reason -> count)."""
+    """A list of Example that also says what was skipped and why (reason -> count), and the
+    labelled links of the recorded webs read (``links``: what ``train_link_model`` learns from)."""
 
     def __init__(self, *args):
         super().__init__(*args)
         self.skipped: Counter = Counter()
+        self.links: list[LinkExample] = []
 
     def per_label(self) -> dict[str, int]:
         return dict(sorted(Counter(e.label for e in self).items()))
@@ -73,11 +76,16 @@ def load_examples(
     exclude = _regex(exclude_host, "exclude-host")
     labels = read_labels(labels_path) if labels_path else None
     out = ExampleList()
+    web = LinkedWeb()
     seen: set[str] = set()
+
+    def keep(url: str) -> bool:
+        host = (urlsplit(url).hostname or "") if url else ""
+        return not ((include and not include.search(host)) or (exclude and exclude.search(host)))
+
     for path in map(Path, paths):
-        for example in _read_any(path, labels, labels_path, out.skipped):
-            host = (urlsplit(example.url).hostname or "") if example.url else ""
-            if (include and not include.search(host)) or (exclude and exclude.search(host)):
+        for example in _read_any(path, labels, labels_path, out.skipped, web):
+            if not keep(example.url):
                 out.skipped["host filtered"] += 1
                 continue
             if example.url and example.url in seen:
@@ -86,6 +94,8 @@ def load_examples(
             if example.url:
                 seen.add(example.url)
             out.append(example)
+    if labels is not None:
+        out.links = web.examples(lambda key: labels.get(key), keep_url=keep)
     return out
 
 
@@ -139,7 +149,7 @@ def read_labels(path) -> Labels:
         raise ExamplesError(f"cannot read labels file {path}: {exc}") from None
 
 
-def _read_any(path: Path, labels, labels_path, skipped: Counter):
+def _read_any(path: Path, labels, labels_path, skipped: Counter, web: LinkedWeb):
     if not path.exists():
         raise ExamplesError(f"no such file or folder: {path}")
     if path.is_dir():
@@ -152,7 +162,7 @@ def _read_any(path: Path, labels, labels_path, skipped: Counter):
     if head.startswith(SQLITE_MAGIC):
         return _read_store(path, _need_labels(labels, path, "a crawl store"), labels_path, skipped)
     if _is_warc(path, head):
-        return _read_warc(path, _need_labels(labels, path, "a WARC file"), labels_path, skipped)
+        return _read_warc(path, _need_labels(labels, path, "a WARC file"), labels_path, skipped, web)
     name = path.name.lower()
     if name.endswith((".jsonl", ".json", ".ndjson", ".jsonl.gz")) or head.lstrip().startswith(b"{"):
         return _read_jsonl(path, labels, skipped)
@@ -182,7 +192,8 @@ def _is_warc(path: Path, head: bytes) -> bool:
     return False
 
 
-def _read_warc(path: Path, labels: Labels, labels_path, skipped: Counter) -> list[Example]:
+def _read_warc(path: Path, labels: Labels, labels_path, skipped: Counter, web: LinkedWeb) -> list[Example]:
+    """Labelled HTML pages; every record also goes to ``web`` (links, answered URLs, redirects)."""
     from warcio.archiveiterator import ArchiveIterator
     from warcio.exceptions import ArchiveLoadFailed
 
@@ -192,18 +203,20 @@ def _read_warc(path: Path, labels: Labels, labels_path, skipped: Counter) -> lis
             for record in ArchiveIterator(fh):
                 if record.rec_type != "response" or record.http_headers is None:
                     continue
-                if record.http_headers.get_statuscode() != "200":
-                    continue
+                url = record.rec_headers.get_header("WARC-Target-URI") or ""
+                status = record.http_headers.get_statuscode()
                 content_type = record.http_headers.get_header("Content-Type") or ""
-                if content_type and "html" not in content_type.lower():
+                if status != "200" or (content_type and "html" not in content_type.lower()):
+                    location = record.http_headers.get_header("Location") if status.startswith("3") else None
+                    web.add_record(url, urljoin(url, location) if location else None)
                     continue
                 html_pages += 1
-                url = record.rec_headers.get_header("WARC-Target-URI") or ""
+                page = parse_html(record.content_stream().read(), url, content_type=content_type)
+                web.add_page(url, [(link.anchor, link.context, link.url) for link in page.links if not link.nofollow])
                 label = labels.get(url)
                 if label is None:
                     skipped["no label"] += 1
                     continue
-                page = parse_html(record.content_stream().read(), url, content_type=content_type)
                 examples.append(Example(url, page.title, page.text, label))
     except ArchiveLoadFailed as exc:
         if not html_pages:

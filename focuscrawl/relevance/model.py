@@ -30,6 +30,8 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import Pipeline
 
 import focuscrawl
+from focuscrawl.relevance.links import train_link_model
+from focuscrawl.urls import url_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -75,11 +77,13 @@ _LOADED: dict[tuple, "TopicModel"] = {}
 
 
 class TopicModel:
-    """A fitted pipeline plus what it was trained on; ``score`` is P(on topic)."""
+    """A fitted pipeline plus what it was trained on; ``score`` is P(on topic). It may carry a
+    link model (``focuscrawl.relevance.links``) that ``score_links`` uses to value links."""
 
-    def __init__(self, pipeline: Pipeline, metadata: dict | None = None):
+    def __init__(self, pipeline: Pipeline, metadata: dict | None = None, link_pipeline: Pipeline | None = None):
         self.pipeline = pipeline
         self.metadata = dict(metadata or {})
+        self.link_pipeline = link_pipeline
 
     @property
     def positive_labels(self) -> list[str]:
@@ -94,6 +98,15 @@ class TopicModel:
         proba = self.pipeline.predict_proba([model_document(t, x) for t, x in docs])
         return [float(p) for p in proba[:, 1]]
 
+    def score_links(self, links: list[tuple[str, str, str]]) -> list[float]:
+        """How likely each ``(anchor, context, url)`` is to lead to an on-topic page: the link
+        model when there is one, else the topic model reading the link's words."""
+        if not links:
+            return []
+        if self.link_pipeline is not None:
+            return [float(p) for p in self.link_pipeline.predict_proba(links)[:, 1]]
+        return self.score_many([(anchor, f"{context} {' '.join(url_tokens(url))}") for anchor, context, url in links])
+
     def save(self, path) -> None:
         """Write atomically (temp file, then rename), creating parent folders."""
         path = Path(path)
@@ -103,6 +116,7 @@ class TopicModel:
             "version": MODEL_VERSION,
             "pipeline": self.pipeline,
             "metadata": self.metadata,
+            "link_pipeline": self.link_pipeline,
         }
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         os.close(fd)
@@ -160,11 +174,17 @@ class TopicModel:
         pipeline = payload.get("pipeline")
         if not hasattr(pipeline, "predict_proba"):
             raise ModelError(f"{path} is a damaged topic model (no fitted pipeline)")
-        return cls(pipeline, payload.get("metadata") or {})
+        link_pipeline = payload.get("link_pipeline")
+        if link_pipeline is not None and not hasattr(link_pipeline, "predict_proba"):
+            raise ModelError(f"{path} is a damaged topic model (its link model is not a fitted pipeline)")
+        return cls(pipeline, payload.get("metadata") or {}, link_pipeline)
 
 
-def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state: int = 0):
+def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state: int = 0, link_model: bool = True):
     """Cross-validate, then fit on every example. Returns ``(TopicModel, report)``.
+
+    When ``examples`` carry labelled links (``ExampleList.links``, read from WARC inputs) and
+    ``link_model`` is true, a link model is trained too; ``report["links"]`` says how it went.
 
     The report (also stored as ``model.metadata``) holds examples per class, positive and
     negative counts, and ``cv``: pooled out-of-fold precision/recall/F1 with the number of
@@ -175,6 +195,7 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
     positive = [p.strip() for p in positive_labels if p and p.strip()]
     if not positive:
         raise TrainingError("no positive label given")
+    links = getattr(examples, "links", None) or []
     examples = list(examples)
     if not examples:
         raise TrainingError("no training examples")
@@ -205,6 +226,8 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
         cv = {"folds": folds, "precision": float(precision), "recall": float(recall), "f1": float(f1)}
 
     pipeline = build_pipeline(len(docs)).fit(docs, y)
+    link_pipeline, link_report = (train_link_model(links, positive, cv_folds, random_state)
+                                  if links and link_model else (None, None))
     report = {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "examples_per_class": per_class,
@@ -212,10 +235,11 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
         "n_positive": n_pos,
         "n_negative": n_neg,
         "cv": cv,
+        "links": link_report,
         "versions": {
             "sklearn": sklearn.__version__,
             "numpy": np.__version__,
             "focuscrawl": focuscrawl.__version__,
         },
     }
-    return TopicModel(pipeline, report), report
+    return TopicModel(pipeline, report, link_pipeline), report

@@ -23,7 +23,6 @@ from focuscrawl.dedup import content_hash
 from focuscrawl.items import PageItem
 from focuscrawl.parsing import parse_html
 from focuscrawl.relevance import ModelError, TopicModel
-from focuscrawl.urls import url_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +110,7 @@ class FocusedSpider(scrapy.Spider):
             for loc in locations:
                 yield self.sitemap_request(loc)
             return
-        scores = self.model.score_many([("", " ".join(url_tokens(loc))) for loc in locations]) if locations else []
+        scores = self.model.score_links([("", "", loc) for loc in locations])
         for loc, link_score in zip(locations, scores):
             yield scrapy.Request(loc, callback=self.parse, errback=self.fetch_failed, meta={
                 "depth": 1, "focus_link": {"anchor": "", "context": "", "parent_url": response.url,
@@ -150,10 +149,9 @@ class FocusedSpider(scrapy.Spider):
         yield page
         hops = 0 if page.relevant else request.meta.get("focus_link", {}).get("hops", 0) + 1
         depth = request.meta.get("depth", 0) + 1
-        # The topic model reads each link's words too (anchor, context, URL): a link that talks
-        # like the topic is a good bet before the learner knows anything.
-        link_scores = self.model.score_many(
-            [(link.anchor, f"{link.context} {' '.join(url_tokens(link.url))}") for link in links]) if links else []
+        # The link model (or the topic model) reads each link's words (anchor, context, URL): a
+        # good bet before the learner knows anything about the link's host and path.
+        link_scores = self.model.score_links([(link.anchor, link.context, link.url) for link in links])
         for link, link_score in zip(links, link_scores):
             yield scrapy.Request(
                 link.url, callback=self.parse, errback=self.fetch_failed,

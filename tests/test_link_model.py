@@ -1,0 +1,161 @@
+"""The link model: labelled links from a recorded web, training, ranking, save/load, `scrapy train`."""
+
+from __future__ import annotations
+
+import io
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import joblib
+import pytest
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from focuscrawl.relevance import ModelError, TopicModel, load_examples, train_topic_model
+from focuscrawl.relevance.links import MISSING, LinkedWeb, LinkExample, train_link_model
+
+COURSE_WORDS = "syllabus lecture homework exam assignment midterm grading textbook".split()
+OTHER_WORDS = "research publications project funding laboratory group paper conference".split()
+
+
+def _record(writer, url, status="200 OK", body=b"", headers=()):
+    http = StatusAndHeaders(status, [("Content-Type", "text/html"), *headers], protocol="HTTP/1.0")
+    writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=http))
+
+
+def linked_web(path: Path, n_hubs: int = 8, seed: int = 0) -> tuple[Path, list[tuple[str, str]]]:
+    """Hub pages on hosts a/b.example link to course pages (anchors like "CS 101 Intro"), to
+    research pages ("Vision Group") and to pages never recorded (papers, pictures, other sites).
+    Returns the WARC and its (url, label) rows."""
+    rng = random.Random(seed)
+    labels, n = [], 0
+    with path.open("wb") as fh:
+        writer = WARCWriter(fh, gzip=True)
+        for h in range(n_hubs):
+            host = "a.example" if h % 2 else "b.example"
+            links = []
+            for _ in range(6):
+                n += 1
+                url = f"http://{host}/courses/cs{100 + n}.html"
+                text = " ".join(rng.choice(COURSE_WORDS) for _ in range(40))
+                _record(writer, url, body=f"<title>CS {100 + n}</title><p>{text}</p>".encode())
+                labels.append((url, "course"))
+                links.append(f"<a href='{url}'>CS {100 + n} {rng.choice(['Intro', 'Compilers', 'Networks'])}</a>")
+                url = f"http://{host}/groups/{n}/index.html"
+                text = " ".join(rng.choice(OTHER_WORDS) for _ in range(40))
+                _record(writer, url, body=f"<title>Group {n}</title><p>{text}</p>".encode())
+                labels.append((url, "other"))
+                links.append(f"<a href='{url}'>{rng.choice(['Vision', 'Systems', 'Theory'])} research group</a>")
+                links.append(f"<a href='http://{host}/papers/tr{n}.html'>technical report {n}</a>")
+                links.append(f"<a href='http://elsewhere{n}.example/'>a friend's pictures</a>")
+            hub = f"http://{host}/hub{h}.html"
+            _record(writer, hub, body=("<title>Department</title><p>" + " ".join(links) + "</p>").encode())
+            labels.append((hub, "other"))
+        # a recorded redirect to a course page: the link through it is a course link
+        _record(writer, "http://a.example/old-course", "301 Moved Permanently",
+                headers=[("Location", "/courses/cs101.html")])
+    return path, labels
+
+
+def write_labels(path: Path, rows) -> Path:
+    path.write_text("url\tlabel\n" + "".join(f"{u}\t{label}\n" for u, label in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def recorded(tmp_path):
+    warc, rows = linked_web(tmp_path / "web.warc.gz")
+    return warc, write_labels(tmp_path / "labels.tsv", rows)
+
+
+def test_linked_web_labels_links_by_their_targets():
+    web = LinkedWeb()
+    web.add_page("http://a.example/hub", [
+        ("CS 1", "", "http://a.example/cs1"),            # labelled course page
+        ("old", "", "http://a.example/old"),             # redirect to the course page
+        ("pics", "", "http://a.example/pics.html"),      # never recorded: leads nowhere
+        ("blank", "", "http://a.example/unlabelled"),    # recorded, no label: teaches nothing
+        ("away", "", "http://b.example/x"),              # filtered host
+    ])
+    web.add_page("http://a.example/cs1", [])
+    web.add_record("http://a.example/old", "http://a.example/cs1")
+    web.add_record("http://a.example/unlabelled")
+    labels = {"http://a.example/cs1": "course", "http://a.example/hub": "other"}
+    links = web.examples(labels.get, keep_url=lambda url: "b.example" not in url)
+    assert [(link.anchor, link.label) for link in links] == [("CS 1", "course"), ("old", "course"), ("pics", MISSING)]
+
+
+def test_warc_examples_carry_their_links_and_host_filters_apply(recorded):
+    warc, labels = recorded
+    examples = load_examples([warc], labels_path=labels)
+    kinds = {link.label for link in examples.links}
+    assert kinds == {"course", "other", MISSING}
+    assert sum(link.label == "course" for link in examples.links) == 48
+    assert any(link.url.endswith("/courses/cs101.html") for link in examples.links)
+    only_a = load_examples([warc], labels_path=labels, include_host=r"^a\.")
+    # links from b.example pages and links to other hosts are left out
+    assert only_a.links and all("a.example/" in link.url for link in only_a.links)
+    assert len(only_a.links) < len(examples.links)
+
+
+def test_link_model_ranks_links_to_the_topic_first(recorded):
+    warc, labels = recorded
+    examples = load_examples([warc], labels_path=labels)
+    model, report = train_topic_model(examples, ["course"], cv_folds=3)
+    links = report["links"]
+    assert links["n_positive"] == 48 and links["n_missing"] == 96
+    assert links["cv"]["average_precision"] > 0.9 > links["cv"]["base_rate"] * 3
+    course, group, dead = model.score_links([
+        ("CS 999 Databases", "", "http://c.example/courses/cs999.html"),
+        ("Graphics research group", "", "http://c.example/groups/77/index.html"),
+        ("technical report 12", "", "http://c.example/papers/tr12.html"),
+    ])
+    assert course > 0.5 > max(group, dead)
+
+
+def test_too_few_positive_links_train_no_link_model():
+    links = [LinkExample("a", "", f"http://x.example/{i}", "course" if i < 3 else "other") for i in range(40)]
+    pipeline, report = train_link_model(links, ["course"])
+    assert pipeline is None and "3 links to positive pages" in report["skipped"]
+
+
+def test_link_model_survives_save_and_load_and_falls_back_without_it(recorded, tmp_path):
+    warc, labels = recorded
+    model, _ = train_topic_model(load_examples([warc], labels_path=labels), ["course"], cv_folds=0)
+    model.save(tmp_path / "m.joblib")
+    loaded = TopicModel.load(tmp_path / "m.joblib")
+    link = [("CS 5 Compilers", "", "http://a.example/courses/cs5.html")]
+    assert loaded.link_pipeline is not None and loaded.score_links(link) == model.score_links(link)
+    # without a link model the topic model reads the link's words
+    plain = TopicModel(model.pipeline, model.metadata)
+    assert plain.score_links(link) == plain.score_many([("CS 5 Compilers", " courses cs5 html")])
+    assert plain.score_links([]) == []
+
+
+def test_a_damaged_link_model_is_a_clear_error(recorded, tmp_path):
+    warc, labels = recorded
+    model, _ = train_topic_model(load_examples([warc], labels_path=labels), ["course"], cv_folds=0)
+    model.save(tmp_path / "m.joblib")
+    payload = joblib.load(tmp_path / "m.joblib")
+    payload["link_pipeline"] = "not a pipeline"
+    joblib.dump(payload, tmp_path / "bad.joblib")
+    with pytest.raises(ModelError, match="link model"):
+        TopicModel.load(tmp_path / "bad.joblib")
+
+
+def test_train_command_reports_the_link_model(recorded, tmp_path):
+    warc, labels = recorded
+    base = [sys.executable, "-m", "scrapy", "train", str(warc), "--labels", str(labels), "--positive", "course",
+            "--cv-folds", "3"]
+    result = subprocess.run([*base, "-o", "m.joblib"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "link model: 192 labelled links, 48 to positive pages, 96 to pages never recorded" in result.stdout
+    assert "average precision" in result.stdout
+    assert TopicModel.load(tmp_path / "m.joblib").link_pipeline is not None
+    result = subprocess.run([*base, "-o", "n.joblib", "--no-link-model"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "link model: none" in result.stdout
+    assert TopicModel.load(tmp_path / "n.joblib").link_pipeline is None
