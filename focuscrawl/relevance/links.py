@@ -7,8 +7,8 @@ learned from the links of the sites it trained on: every link whose target the t
 knows (a labelled page, or a URL the web never answered) is one example, labelled by its target.
 
 On WebKB, trained on the "misc" universities' links and tested on the four departments' links,
-the link model ranks links to course pages with average precision 0.38 (ROC AUC 0.96) where the
-topic model read on the link's words reaches 0.06 (0.81): see BENCHMARKS.md.
+the link model ranks links to course pages with average precision 0.38 (ROC AUC 0.94) where the
+topic model read on the link's words reaches 0.06 (0.77): see BENCHMARKS.md (table 1c).
 
 Documents are ``(anchor, context, url)`` tuples; the pipeline is TF-IDF over prefixed tokens
 (``a:`` anchor words, ``c:`` context words, ``u:`` URL words, and the URL's shape) and a
