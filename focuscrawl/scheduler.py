@@ -354,8 +354,9 @@ class FocusScheduler:
         )
 
     def _rescore(self, entries: list[Entry]) -> list[float]:
-        return [ROBOTS_PRIORITY if e.features is None else self.learner.score(e.features, e.url, _parent(e.payload))
-                for e in entries]
+        links = [e for e in entries if e.features is not None]
+        scores = iter(self.learner.score_many([(e.features, e.url, _parent(e.payload)) for e in links]))
+        return [ROBOTS_PRIORITY if e.features is None else next(scores) for e in entries]
 
     def _schedule_wakeup(self, soon: bool = False) -> None:
         """Ask the engine for the next request when the earliest waiting host becomes ready

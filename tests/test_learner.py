@@ -1,4 +1,5 @@
 """The link-reward learner: it learns which links lead to relevant pages, and credits hubs."""
+import pytest
 
 from focuscrawl.learning import LinkContext, LinkRewardLearner, OnlineLinearRegressor, link_features
 
@@ -97,3 +98,19 @@ def test_an_unseen_host_is_judged_by_how_new_hosts_have_paid_off():
     for i in range(30):
         learner.observe(f"http://h{i}.example/", None, None, -0.2, False, True)
     assert learner.hosts["seen.example"].rate() > 0.3
+
+
+def test_score_many_equals_score_one_by_one():
+    """The frontier re-scores in batches: the vectorised path must give the same priorities."""
+    import numpy as np
+
+    learner = LinkRewardLearner()
+    items = []
+    for i in range(60):
+        url, parent = f"http://h{i % 7}.test/p{i % 3}/x{i}.html", f"http://h{i % 5}.test/"
+        features = feats(url, ["cs 101", "research", "home"][i % 3], parent_score=(i % 10) / 10, parent=parent)
+        items.append((learner.vectorise(features) if i % 2 else features, url, parent))
+        learner.observe(url, parent, features, [1.0, 0.0, -0.2][i % 3], i % 3 == 0, i % 3 == 2)
+    items.append(((np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)), "http://z.test/a", None))
+    assert learner.score_many(items) == pytest.approx([learner.score(*item) for item in items], abs=1e-12)
+    assert learner.score_many([]) == []

@@ -27,6 +27,9 @@ Features = Sequence[tuple[str, float]]
 Vector = tuple[np.ndarray, np.ndarray]  # hashed feature indices and values
 
 WASTE_REWARD = -0.2
+#: The evidence that changes as the crawl goes (``_dynamic_at``), by name.
+DYNAMIC_FEATURES = ("host_yield", "prefix_yield", "host_waste", "prefix_waste", "host_unseen", "sibling_yield",
+                    "sibling_waste")
 #: How many fetches' worth of pooled evidence about new hosts an unseen host starts with.
 UNSEEN_HOST_EVIDENCE = 8.0
 
@@ -182,6 +185,7 @@ class LinkRewardLearner:
         # every new host would spiral off the topic's sites.
         self.new_hosts = _Yield()
         self._unseen_host = _UNSEEN
+        self._dynamic_index = {name: self.model.index(name) for name in DYNAMIC_FEATURES}
         self.nodes: OrderedDict[str, _PathNode] = OrderedDict()
         self.observations = 0
         self.version = 0
@@ -190,6 +194,7 @@ class LinkRewardLearner:
         self.__dict__.update(state)
         self.__dict__.setdefault("new_hosts", _Yield())  # a checkpoint from before it was kept
         self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
+        self._dynamic_index = {name: self.model.index(name) for name in DYNAMIC_FEATURES}
 
     # --- scoring ------------------------------------------------------------------------------
     def _places(self, url: str, parent: str | None) -> tuple[_Yield, _Yield, _Yield | None]:
@@ -233,11 +238,36 @@ class LinkRewardLearner:
         or their vector (``vectorise``), which is what the frontier stores."""
         vector = features if is_vector(features) else self.model.vectorise(features)
         places = self._places(url, parent)  # looked up once: this runs for every (re-)scored URL
-        return (self.model.predict_vector(vector) + self.model.predict_one(self._dynamic_at(*places))
-                + self._bonus_at(*places))
+        return self.model.predict_vector(vector) + self._dynamic_value(*places) + self._bonus_at(*places)
 
     def score_many(self, items: Sequence[tuple[Features | Vector, str, str | None]]) -> list[float]:
-        return [self.score(f, u, p) for f, u, p in items]
+        """``score`` for many links at once (the frontier's re-scoring batches): the hashed
+        features of all links in one numpy pass, the dynamic evidence per link."""
+        if not items:
+            return []
+        vectors = [f if is_vector(f) else self.model.vectorise(f) for f, _, _ in items]
+        sizes = np.fromiter((len(v[0]) for v in vectors), dtype=np.int64, count=len(vectors))
+        static = np.zeros(len(vectors))
+        if sizes.sum():
+            idx = np.concatenate([v[0] for v in vectors])
+            val = np.concatenate([v[1] for v in vectors])
+            products = self.model.coef_[idx] * val
+            starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+            nonempty = sizes > 0
+            static[nonempty] = np.add.reduceat(products, starts[nonempty])
+        out, dynamic = [], {}  # links of one batch share hosts, prefixes and parents
+        for value, (_, url, parent) in zip(static.tolist(), items):
+            key = (host_key(url), path_prefix(url), parent)
+            extra = dynamic.get(key)
+            if extra is None:
+                places = self._places(url, parent)
+                extra = dynamic[key] = self._dynamic_value(*places) + self._bonus_at(*places)
+            out.append(value + extra)
+        return out
+
+    def _dynamic_value(self, host: _Yield, prefix: _Yield, siblings: _Yield | None) -> float:
+        coef, index = self.model.coef_, self._dynamic_index
+        return float(sum(coef[index[name]] * value for name, value in self._dynamic_at(host, prefix, siblings)))
 
     def explain(self, features: Features, url: str, parent: str | None = None, top: int = 3) -> list[tuple[str, float]]:
         """The features that contributed most to a link's priority (by absolute contribution)."""
