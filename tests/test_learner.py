@@ -2,6 +2,7 @@
 import pytest
 
 from focuscrawl.learning import LinkContext, LinkRewardLearner, OnlineLinearRegressor, link_features
+from focuscrawl.learning.learner import HUB_CAP
 
 
 def feats(url, anchor, parent_score=0.5, parent="http://a.test/"):
@@ -36,14 +37,24 @@ def test_credit_flows_back_to_the_hub_that_led_to_relevant_pages():
     learner = LinkRewardLearner(exploration=0.0, credit_decay=0.5)
     hub_link = feats("http://a.test/links.html", "useful links")
     learner.observe("http://a.test/links.html", "http://a.test/", hub_link, 0.1, False)
-    before = learner.nodes["http://a.test/links.html"].value(0.5)
-    learner.observe("http://a.test/astro/1.html", "http://a.test/links.html", feats("http://a.test/astro/1.html", "x"), 1.0, True)
     hub = learner.nodes["http://a.test/links.html"]
-    assert hub.best_child == 1.0
-    assert hub.value(0.5) > before
-    # an irrelevant child does not lower what the hub has shown it can lead to
+    before = hub.value(0.5)
+    learner.observe("http://a.test/astro/1.html", "http://a.test/links.html", feats("http://a.test/astro/1.html", "x"), 1.0, True)
+    assert hub.children_value == 1.0 and hub.value(0.5) == pytest.approx(before + 0.5)
+    # an irrelevant or wasted child does not lower what the hub has shown it can lead to
     learner.observe("http://a.test/cook/1.html", "http://a.test/links.html", feats("http://a.test/cook/1.html", "y"), 0.0, False)
-    assert hub.best_child == 1.0
+    learner.observe("http://a.test/gone.html", "http://a.test/links.html", feats("http://a.test/gone.html", "y"), -0.2, False, True)
+    assert hub.children_value == 1.0
+    # a hub that leads to more relevant pages is worth more, up to HUB_CAP
+    for i in range(2, 10):
+        learner.observe(f"http://a.test/astro/{i}.html", "http://a.test/links.html", feats(f"http://a.test/astro/{i}.html", "x"),
+                        1.0, True)
+    assert hub.children_value == 9.0 and hub.value(0.5) == pytest.approx(0.1 + 0.5 * HUB_CAP)
+    # credit goes further up: the page that linked to the hub gains too
+    assert learner.nodes.get("http://a.test/") is None  # never fetched: nothing to credit
+    # a child found to be a duplicate later takes its contribution back
+    learner.mark_wasted("http://a.test/astro/9.html", relevant_before=True)
+    assert hub.children_value == 8.0
 
 
 def test_exploration_bonus_shrinks_with_evidence():

@@ -7,8 +7,10 @@ scatters.
 
 When a fetched page is scored, the link that led to it is trained toward the page's value, and
 credit flows back along the path (as in Rennie & McCallum's Q-values): a page's value is its own
-reward plus ``decay`` times the best value among its children, so a hub whose children are
-relevant is valued even when the hub itself is not. Waste (404s, errors, useless types,
+reward plus ``decay`` times what its fetched children are worth together (capped), so a hub whose
+children are relevant is valued even when the hub itself is not, and more the more it led to. A
+host never fetched is judged by how new hosts have paid off so far (an empirical-Bayes prior for
+the host bandit), not by a fixed optimism. Waste (404s, errors, useless types,
 duplicates) is a small negative reward, which lowers links like the ones that led to it.
 """
 
@@ -30,6 +32,8 @@ WASTE_REWARD = -0.2
 #: The evidence that changes as the crawl goes (``_dynamic_at``), by name.
 DYNAMIC_FEATURES = ("host_yield", "prefix_yield", "host_waste", "prefix_waste", "host_unseen", "sibling_yield",
                     "sibling_waste")
+#: What a page's fetched children can add to its value, at most (in rewards of relevant pages).
+HUB_CAP = 1.5
 #: How many fetches' worth of pooled evidence about new hosts an unseen host starts with.
 UNSEEN_HOST_EVIDENCE = 8.0
 
@@ -148,19 +152,25 @@ _UNSEEN = _Prior()
 
 
 class _PathNode:
-    """A fetched page on some crawl path: how we got there and what it was worth."""
+    """A fetched page on some crawl path: how we got there and what it was worth.
 
-    __slots__ = ("features", "url", "parent", "reward", "best_child")
+    Its value is its own reward plus ``decay`` times what its fetched children are worth
+    together (each child counted at its latest value, never below zero, the sum capped at
+    ``HUB_CAP``): a hub that led to twenty relevant pages is worth more than one that led to one,
+    which is what makes links like it worth following early."""
+
+    __slots__ = ("features", "url", "parent", "reward", "children_value", "passed_up")
 
     def __init__(self, features: Vector | None, url: str, parent: str | None, reward: float):
         self.features = features
         self.url = url
         self.parent = parent
         self.reward = reward
-        self.best_child = 0.0
+        self.children_value = 0.0  # sum of the children's contributions
+        self.passed_up = 0.0  # what this node contributes to its parent's children_value now
 
     def value(self, decay: float) -> float:
-        return self.reward + decay * self.best_child
+        return self.reward + decay * min(self.children_value, HUB_CAP)
 
 
 class LinkRewardLearner:
@@ -308,20 +318,23 @@ class LinkRewardLearner:
                 self.nodes.popitem(last=False)
         else:
             node.reward = reward
-        # credit flows back to ancestors whose best child just improved
-        child_value = node.value(self.credit_decay)
-        parent_key = node.parent
-        for _ in range(self.credit_hops):
-            parent = self.nodes.get(parent_key) if parent_key else None
-            if parent is None or child_value <= parent.best_child:
-                break
-            parent.best_child = child_value
-            self.nodes.move_to_end(parent.url)
-            self._train(parent)
-            child_value = parent.value(self.credit_decay)
-            parent_key = parent.parent
+        self._credit_ancestors(node)
         if self.observations % self.version_every == 0:
             self.version += 1
+
+    def _credit_ancestors(self, node: _PathNode) -> None:
+        """Credit flows back along the path: each ancestor's children_value moves by the change
+        in what its child is worth, and its link is trained toward its new value."""
+        for _ in range(self.credit_hops):
+            parent = self.nodes.get(node.parent) if node.parent else None
+            contribution = max(0.0, node.value(self.credit_decay))
+            if parent is None or abs(contribution - node.passed_up) < 1e-9:
+                return
+            parent.children_value += contribution - node.passed_up
+            node.passed_up = contribution
+            self.nodes.move_to_end(parent.url)
+            self._train(parent)
+            node = parent
 
     def mark_wasted(self, url: str, relevant_before: bool) -> None:
         """A page turned out to be worthless after all (e.g. a near-duplicate of one already
@@ -339,6 +352,7 @@ class LinkRewardLearner:
                 stats.relevant -= int(relevant_before and stats.relevant > 0)
         node.reward = WASTE_REWARD
         self._train(node)
+        self._credit_ancestors(node)
 
     def _train(self, node: _PathNode) -> None:
         self._train_link(node.features, node.url, node.parent, node.value(self.credit_decay))

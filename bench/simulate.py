@@ -1,0 +1,186 @@
+"""Fast, seeded simulation of the focused crawl on a recorded web, for comparing crawl strategies.
+
+A real replay crawl (``scrapy evaluate``) takes a minute and its order of events depends on
+timing, so two runs of one command differ a lot; telling two strategies apart needs many runs.
+This simulation replays the same decisions in seconds, with a seed for the randomness:
+
+- the same cores: ``focuscrawl.learning`` (features, learner, credit) and the topic model's
+  page and link scores (``TopicModel.score`` / ``score_links``), the same rewards as the
+  scheduler (1 for a relevant page, a quarter of the score otherwise, WASTE_REWARD for 404s);
+- the same politeness shape: ``--slots`` requests per round, one per host, best-first over the
+  whole frontier, and patience (a URL more than ``--margin`` below the best waits);
+- the same accounting as ``scrapy evaluate`` (``focuscrawl.replay.metrics``): every request
+  counts, 404s and redirects included, a page served at several URLs counts once.
+
+It leaves out what only a real crawl has (download latency, robots.txt, the background
+re-scoring batches: here the whole frontier is re-scored when the learner's version moves),
+so use it to screen ideas and ``scrapy evaluate`` to report figures.
+
+    python bench/simulate.py --models DIR [--targets course,student] [--runs 6] [--budget 1000]
+
+DIR holds TARGET.joblib for each target (``scrapy train ... --exclude-host
+'cornell|utexas|washington|wisc' -o DIR/TARGET.joblib``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from focuscrawl.learning import LinkContext, LinkRewardLearner, link_features
+from focuscrawl.learning.learner import WASTE_REWARD
+from focuscrawl.parsing import parse_html
+from focuscrawl.relevance import TopicModel
+from focuscrawl.replay import RecordedWeb
+from focuscrawl.replay.linkgraph import PAGE, REDIRECT, LinkGraph, SamePage, load_aliases
+from focuscrawl.replay.metrics import Relevance, load_labels, reachable_relevant
+from focuscrawl.replay.recorded import url_key
+from focuscrawl.settings import FOCUS_DENY_EXTENSIONS, FOCUS_RELEVANCE_THRESHOLD
+from focuscrawl.urls import canonicalize, extension, host_key
+
+SEEDS = ["http://www.cs.cornell.edu/", "http://www.cs.utexas.edu/", "http://www.cs.washington.edu/",
+         "http://www.cs.wisc.edu/"]
+POINTS = (100, 200, 500, 1000, 2000)
+
+
+class Web:
+    """The recorded web, parsed once: link graph, pages (title, text, links), same-page map."""
+
+    def __init__(self, warc: Path, aliases: Path | None):
+        recorded = RecordedWeb.from_warcs([warc])
+        self.graph = LinkGraph.from_web(recorded)
+        self.same = SamePage.for_graph(self.graph, load_aliases(aliases) if aliases else [])
+        self.pages = {}
+        for resp in recorded:
+            key = url_key(resp.url)
+            if resp.status == 200 and resp.is_html and key not in self.pages and self.graph.kind.get(key) == PAGE:
+                page = parse_html(resp.body, resp.url, content_type=resp.content_type or None)
+                self.pages[key] = (page.title, page.text,
+                                   [(link.anchor, link.context, link.url) for link in page.links if not link.nofollow])
+
+
+def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
+             margin: float, seed: int) -> list[int]:
+    """found(i) after each request, as ``metrics.found_curve`` counts it."""
+    rng = random.Random(seed)
+    seeds = list(seeds)
+    rng.shuffle(seeds)
+    learner = LinkRewardLearner()
+    deny = set(FOCUS_DENY_EXTENSIONS)
+    frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)
+    seen: set[str] = set()
+    priority: dict[str, float] = {}
+    page_scores: dict[str, float] = {}
+    found: set[str] = set()
+    curve: list[int] = []
+
+    def enqueue(url, parent, anchor, context, parent_score, depth, hops, link_score):
+        canonical = canonicalize(url)
+        if canonical in seen or extension(canonical) in deny:
+            return
+        seen.add(canonical)
+        context_ = LinkContext(canonical, anchor, context, parent, parent_score, depth, hops, link_score)
+        frontier[canonical] = (learner.vectorise(link_features(context_)), parent, depth, hops)
+
+    def fetch(url, vector, parent, depth, hops):
+        key = url_key(url)
+        kind = web.graph.kind.get(key)
+        curve.append(len(found))  # this request is counted whatever it returns
+        if kind == REDIRECT:  # the target is requested next, as Scrapy's redirect middleware does
+            targets = web.graph.out.get(key) or []
+            target = canonicalize(web.graph.url[targets[0]]) if targets else None
+            if target and (target not in seen or target in frontier) and len(curve) < budget:
+                seen.add(target)
+                frontier.pop(target, None)
+                fetch(target, vector, parent, depth, hops)
+            return
+        if kind != PAGE or key not in web.pages:
+            learner.observe(url, parent, vector, WASTE_REWARD, False, True)
+            return
+        title, text, links = web.pages[key]
+        score = page_scores.get(key)
+        if score is None:
+            score = page_scores[key] = model.score(title, text)
+        relevant = score >= FOCUS_RELEVANCE_THRESHOLD
+        learner.observe(url, parent, vector, 1.0 if relevant else 0.25 * score, relevant, False)
+        if relevance.is_relevant_key(key):
+            found.add(relevance.page_of_key(key))
+            curve[-1] = len(found)
+        hops = 0 if relevant else hops + 1
+        for (anchor, context, link), link_score in zip(links, model.score_links(links)):
+            enqueue(link, url, anchor, context, score, depth + 1, hops, round(link_score, 4))
+
+    for url in seeds:
+        enqueue(url, None, "", "", None, 0, 0, None)
+    version = None
+    while frontier and len(curve) < budget:
+        if learner.version != version:
+            version = learner.version
+            priority = dict(zip(frontier, learner.score_many([(v, u, p) for u, (v, p, _, _) in frontier.items()])))
+        for url in frontier.keys() - priority.keys():
+            vector, parent, _, _ = frontier[url]
+            priority[url] = learner.score(vector, url, parent)
+        chosen, hosts, best = [], set(), None
+        for url in heapq.nlargest(max(slots * 20, 200), frontier, key=priority.__getitem__):
+            best = priority[url] if best is None else best
+            if priority[url] < best - margin or len(chosen) >= slots:
+                break
+            host = host_key(url)
+            if host not in hosts:
+                hosts.add(host)
+                chosen.append(url)
+        rng.shuffle(chosen)  # responses come back in no particular order
+        for url in chosen:
+            if url in frontier and len(curve) < budget:
+                vector, parent, depth, hops = frontier.pop(url)
+                priority.pop(url, None)
+                fetch(url, vector, parent, depth, hops)
+    return curve
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))
+    parser.add_argument("--models", required=True, help="folder with TARGET.joblib per target")
+    parser.add_argument("--targets", default="course,student,faculty,project")
+    parser.add_argument("--runs", type=int, default=6, help="seeded runs per target (default 6)")
+    parser.add_argument("--budget", type=int, default=1000)
+    parser.add_argument("--slots", type=int, default=16, help="requests per round, one per host (default 16)")
+    parser.add_argument("--margin", type=float, default=0.25, help="patience margin (default 0.25)")
+    args = parser.parse_args(argv)
+    webkb = Path(args.webkb)
+    if not (webkb / "webkb.warc.gz").exists():
+        print(f"{webkb / 'webkb.warc.gz'} not found", file=sys.stderr)
+        return 2
+    started = time.time()
+    web = Web(webkb / "webkb.warc.gz", webkb / "aliases.tsv")
+    labels = load_labels(webkb / "labels.tsv")
+    points = [n for n in POINTS if n <= args.budget]
+    print(f"{args.runs} runs per target, budget {args.budget}, {args.slots} slots, margin {args.margin}")
+    print("| target (reachable) | " + " | ".join(f"harvest@{n}" for n in points) + " | "
+          + " | ".join(f"recall@{n} mean (min-max)" for n in points) + " |")
+    print("|---|" + "---|" * 2 * len(points))
+    recalls = []
+    for target in args.targets.split(","):
+        model = TopicModel.load(Path(args.models) / f"{target}.joblib")
+        relevance = Relevance(labels, [target], web.same)
+        reachable = len(reachable_relevant(web.graph, SEEDS, relevance))
+        curves = [simulate(web, model, relevance, SEEDS, args.budget, args.slots, args.margin, run)
+                  for run in range(1, args.runs + 1)]
+        at = {n: [c[min(n, len(c)) - 1] if c else 0 for c in curves] for n in points}
+        recalls.append(statistics.mean(at[points[-1]]) / reachable)
+        print(f"| {target} ({reachable}) | "
+              + " | ".join(f"{statistics.mean(at[n]) / n:.3f}" for n in points) + " | "
+              + " | ".join(f"{100 * statistics.mean(at[n]) / reachable:.1f}% ({100 * min(at[n]) / reachable:.0f}-"
+                           f"{100 * max(at[n]) / reachable:.0f})" for n in points) + " |")
+    print(f"mean recall@{points[-1]} over targets: {100 * statistics.mean(recalls):.1f}%  ({time.time() - started:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
