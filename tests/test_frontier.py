@@ -115,8 +115,12 @@ def test_seen_set_merges_and_answers():
 # --- compact storage, O(log n) timing queries -----------------------------------------------------
 
 def drain(f, now=0.0):
+    return drain_some(f, None, now)
+
+
+def drain_some(f, count, now=0.0):
     out = []
-    while (popped := f.pop(now)) is not None:
+    while len(out) != count and (popped := f.pop(now)) is not None:
         host, entry = popped
         out.append((host, entry.priority, entry.url))
         f.release(host, now)
@@ -289,3 +293,148 @@ def test_random_operations_match_a_plain_model():
         idle = [ready_at.get(h, 0.0) for h, q in model.items() if q and h not in busy]
         assert f.next_ready_time() == (min(idle) if idle else None) or min(idle) <= now
         assert len(f) == sum(len(q) for q in model.values())
+
+
+# --- hot heap + cold runs: many entries per host ---------------------------------------------------
+
+def many(hosts, per_host, seed=5, ties=False, rich_every=0):
+    """Entries with random priorities (rounded when ``ties``), pushed round-robin over ``hosts``."""
+    import random
+    rng = random.Random(seed)
+    rows = []
+    for i in range(per_host * len(hosts)):
+        host = hosts[i % len(hosts)]
+        priority = round(rng.random(), 2) if ties else rng.random()
+        payload = ("req", i) if rich_every and i % rich_every == 0 else None
+        rows.append((host, Entry(priority, f"https://{host}/section-{i % 37}/page-{i}.html", payload, None, 0)))
+    return rows
+
+
+def cold_share(f):
+    return sum(h.cold for h in f._hosts.values()) / len(f)
+
+
+def test_many_entries_per_host_pop_in_exact_global_order_across_hot_and_cold():
+    f = Frontier()
+    rows = many(["a.example", "b.example", "c.example"], 700, ties=True, rich_every=10)
+    for host, entry in rows:
+        f.push(host, entry)
+    assert cold_share(f) > 0.8  # most entries are in deflated runs
+    assert max(len(h.runs) for h in f._hosts.values()) <= 5  # merged: ~21 spills each, a few runs
+    assert [f.host_size(h) for h in ("a.example", "b.example", "c.example")] == [700, 700, 700]
+    # best priority first, equal priorities in arrival order, across hosts
+    expected = [(e.priority, e.url) for _, e in sorted(rows, key=lambda row: -row[1].priority)]
+    got = []
+    while (popped := f.pop(0.0)) is not None:
+        host, entry = popped
+        got.append((entry.priority, entry.url))
+        if entry.payload is not None:
+            assert any(entry is e for _, e in rows)
+        f.release(host, 0.0)
+        assert len(f) == len(rows) - len(got)
+    assert got == expected
+
+
+def test_any_url_survives_the_cold_runs():
+    f = Frontier()
+    odd = ["http://a.example", "http://a.example/caf\u00e9/\ud800?q=\U0001f600", "not a url",
+           "https://other.example/x", "http://a.example/" + "long/" * 80, "http://a.example/\x00\x7f"]
+    urls = [odd[i % len(odd)] + ("" if i < len(odd) else f"#{i}") for i in range(300)]
+    for i, url in enumerate(urls):
+        f.push("a.example", Entry(i / 1000, url, None, None, version=i % 3 - 1))
+    assert cold_share(f) > 0.8
+    got = [entry for _, entry in f.entries()]
+    assert sorted((e.priority, e.url, e.version) for e in got) == [(i / 1000, u, i % 3 - 1) for i, u in enumerate(urls)]
+    assert [u for _, _, u in drain(f)] == urls[::-1]
+
+
+def test_pushes_and_pops_interleaved_match_a_plain_model_with_deep_host_queues():
+    import random
+    rng = random.Random(2)
+    f = Frontier()
+    model: dict[str, list] = {"x": [], "y": []}
+    for step in range(6000):
+        host = rng.choice("xy")
+        if rng.random() < 0.65:
+            p = round(rng.random(), 3)
+            f.push(host, Entry(p, f"http://{host}/{step}"))
+            model[host].append((p, -step, f"http://{host}/{step}"))
+        else:
+            popped = f.pop(0.0)
+            if popped is None:
+                assert not any(model.values())
+                continue
+            h, entry = popped
+            assert (entry.priority, entry.url) == max(max(q) for q in model.values() if q)[::2]
+            model[h].remove(max(model[h]))
+            f.release(h, 0.0)
+        assert f.host_size(host) == len(model[host])
+    assert len(f) == sum(map(len, model.values())) > 1000 and cold_share(f) > 0.5
+
+
+def test_cold_entries_are_rescored_at_the_top_and_in_the_background():
+    def demote(entries):  # never raises a priority: lazy re-scoring then pops in the exact new order
+        return [e.priority - 1.0 if "/section-3/" in e.url else e.priority for e in entries]
+
+    def flip(entries):
+        return [1.0 - e.priority for e in entries]
+
+    # at the top: stale entries are re-scored as they reach the top, cold ones included
+    f = Frontier()
+    for host, entry in many(["h.example"], 500):
+        f.push(host, entry)
+    f.version = 1
+    order = []
+    while (popped := f.pop(0.0, rescore=demote)) is not None:
+        order.append(popped[1])
+        f.release("h.example", 0.0)
+    assert f.rescored == 500 and all(e.version == 1 for e in order)
+    assert [e.priority for e in order] == sorted(demote([e for _, e in many(["h.example"], 500)]), reverse=True)
+
+    # in the background: whole hosts, hot and cold; fresh runs are skipped next time
+    g = Frontier()
+    for host, entry in many(["a", "b"], 300):
+        g.push(host, entry)
+    g.version = 1
+    assert g.rescore_stale(flip, limit=10**6) == 600
+    assert g.rescore_stale(flip, limit=10**6) == 0
+    drained = drain(g)
+    assert [p for _, p, _ in drained] == sorted((1.0 - e.priority for _, e in many(["a", "b"], 300)), reverse=True)
+
+    # stale entries only in the cold runs, fresh ones hot: still found
+    h = Frontier()
+    for host, entry in many(["a"], 300):
+        h.push(host, entry)
+    h.version = 1
+    for i in range(100):
+        h.push("a", Entry(2.0 + i, f"https://a/fresh-{i}", version=1))
+    assert all(r[12:16] == b"\x00\x00\x00\x01" for r in h._hosts["a"].queue)
+    assert h.rescore_stale(flip, limit=10**6) == 300
+
+
+def test_prune_drop_host_and_pickle_with_cold_runs():
+    rows = many(["a", "b", "c"], 400, ties=True, rich_every=7)
+    f = Frontier()
+    for host, entry in rows:
+        f.push(host, entry)
+    ranked = sorted(rows, key=lambda row: -row[1].priority)  # stable: ties keep arrival order
+    assert [p for _, p, _ in drain_some(f, 90)] == [e.priority for _, e in ranked[:90]]  # cold blocks in use
+    ranked = ranked[90:]
+    f.capacity = 150
+    pruned = f.prune()  # deep: whole runs go, down to their inflated fronts
+    # the lowest priorities go; among equal ones, the newest first
+    assert sorted((e.priority, e.url) for e in pruned) == sorted((e.priority, e.url) for _, e in ranked[150:])
+    assert len(f) == 150 and f.pruned == 960
+
+    g = pickle.loads(pickle.dumps(f))
+    assert len(g) == 150 and [g.host_size(h) for h in "abc"] == [f.host_size(h) for h in "abc"]
+    drained = drain(g)
+    assert [p for _, p, _ in drained] == [e.priority for _, e in ranked[:150]]
+    for host in "abc":  # equal priorities keep their order within a host
+        assert [u for h, _, u in drained if h == host] == [e.url for h, e in ranked[:150] if h == host]
+
+    dropped = f.drop_host("b")
+    assert sorted(e.url for e in dropped) == sorted(e.url for h, e in ranked[:150] if h == "b")
+    assert f.host_size("b") == 0 and len(f) == 150 - len(dropped)
+    f.push("b", Entry(2.0, "https://b/again"))
+    assert drain(f)[0] == ("b", 2.0, "https://b/again")

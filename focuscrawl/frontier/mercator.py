@@ -11,18 +11,40 @@ Heaps:
 - ``_ready``: (key, host) for ready hosts, key = the host's best record header (lazy: an item
   whose key is not the host's ``rkey`` is stale; a host whose best changed is re-filed).
 
-Compact storage: a host queue is a heap of ``bytes`` records, compared by ``memcmp`` in C:
+Records: an entry is encoded as one ``bytes`` record, compared by ``memcmp`` in C:
 ``record = order_key(priority) [8] + seq [4] + version [4] + flag [1] + url``. The order key
-sorts the best priority first, seq keeps FIFO order among equal priorities. An entry with no
-payload and no features is stored only as its record (the URL as UTF-8, without the host's
-``scheme://netloc`` prefix when it has it: about 100 bytes per URL instead of ~500 as Python
-objects) and comes back from ``pop``/``entries``/``prune``/``drop_host`` as an equal ``Entry``
-(same priority, url, version), not the same object. An entry with a payload or features is kept
-as the object itself (``_Host.rich``, keyed by seq) and handed back as that object.
+sorts the best priority first, seq keeps FIFO order among equal priorities; the first 12 bytes
+(the *key*) are unique and order records. An entry with no payload and no features (*compact*)
+is stored only as its record (the URL as UTF-8, without the host's ``scheme://netloc`` prefix
+when it has it) and comes back from ``pop``/``entries``/``prune``/``drop_host`` as an equal
+``Entry`` (same priority, url, version), not the same object. An entry with a payload or
+features (*rich*) is kept as the object itself (``_Host.rich``, keyed by seq) behind a record
+with no URL, and handed back as that object.
+
+Host queue = a small *hot* heap plus *cold* sorted runs. A ``bytes`` object costs ~50 bytes
+over its content (~110 bytes a compact record, with its heap slot), so 10^7 records as objects
+would not fit in 1 GiB. Only the hot heap (``_Host.queue``) holds records as objects: every rich
+record, and the host's best compact ones. When a push takes it past ``_HOT_MAX`` compact
+records (or 1/32 of the host's cold records, if more), all but the best ``_HOT_KEEP`` compact
+ones *spill* to a new cold run (``_Run``): sorted, cut into blocks of ``_BLOCK`` records, each
+block zlib-deflated (~40 bytes a record) behind its first record's key in clear, so a run's head
+is compared without inflating anything. Runs are merged LSM-style (the newest two while the
+older is no bigger), so a host has few runs; spills that grow with the host keep the number of
+times a record is rewritten bounded (~7 at 10^6 records in one host) instead of log2(n).
+
+Invariant: the hot heap holds the host's best record (``queue[0]`` is no worse than any run's
+head). When a pop breaks it, the best cold record moves to the hot heap: one record, from the
+run's best block, which stays inflated (``_Run.front``) until it is used up. So everything that
+looks at ``queue[0]`` (the ready heap, ``best_soon``, re-scoring at the top) sees the host's true
+best, pops come in exact priority order, and a cold record is deflated again only by a merge.
+``prune`` looks at every key (inflating the runs); its victims, the worst keys, are a suffix of
+each run, so only the blocks that hold them are rewritten.
 
 Re-scoring is lazy: every entry carries the scorer ``version`` it was scored under; when
 ``version`` moves on, stale entries are re-scored as they reach the top of their host queue
-(and in bounded background batches), never by a full scan on the hot path.
+(cold ones once they are back in the hot heap) and in bounded background batches
+(``rescore_stale``: whole hosts, hot and cold, skipping runs known to be fresh), never by a full
+scan on the hot path.
 """
 
 from __future__ import annotations
@@ -30,7 +52,8 @@ from __future__ import annotations
 import heapq
 import struct
 import sys
-from collections.abc import Callable, Iterable
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 # rescore(entries) -> new priorities, one per entry
@@ -39,11 +62,21 @@ Rescorer = Callable[[list["Entry"]], list[float]]
 _HEAD = struct.Struct(">QIi")  # order key, seq, version
 _KEY = 12  # bytes of a record that order it (order key + seq)
 _FLAG = 16
+_HEADER = 17  # record bytes before the URL
 _PREFIXED, _FULL, _RICH = 0, 1, 2
+_VERSION = struct.Struct(">i")  # record[_KEY:_FLAG]
 _D = struct.Struct(">d")
 _Q = struct.Struct(">Q")
 _MAX = (1 << 64) - 1
 _SIGN = 1 << 63
+
+# Hot heap and cold runs (see the module docstring). Smaller hot heaps save memory and cost
+# more spills; bigger blocks deflate better and cost more per inflated front.
+_HOT_KEEP = 8  # compact records left in the hot heap by a spill
+_HOT_MAX = 40  # compact records in the hot heap that make a push spill (at least)
+_BLOCK = 16  # records per deflated block (at most 255: a one-byte count)
+_ZLEVEL = 1  # level 6 saves ~2% of the bytes for ~20% more time
+_SEP = b"\xff"  # never in UTF-8 (nor in surrogatepass output): separates a block's URLs
 
 
 def _order_key(priority: float) -> int:
@@ -56,6 +89,78 @@ def _priority(key: int) -> float:
     asc = key ^ _MAX
     (p,) = _D.unpack(_Q.pack(asc & ~_SIGN if asc & _SIGN else asc ^ _MAX))
     return p
+
+
+def _pack(records: list[bytes]) -> bytes:
+    """A block: the first record's key in clear, then the deflated records, column-wise (count,
+    headers, URLs) since like columns compress better together."""
+    raw = bytes((len(records),)) + b"".join([r[:_HEADER] for r in records]) + _SEP.join([r[_HEADER:] for r in records])
+    return records[0][:_KEY] + zlib.compress(raw, _ZLEVEL, -15)
+
+
+def _unpack(block: bytes) -> list[bytes]:
+    raw = zlib.decompress(block[_KEY:], -15)
+    end = 1 + _HEADER * raw[0]
+    heads = raw[1:end]
+    return [heads[i:i + _HEADER] + url for i, url in zip(range(0, end - 1, _HEADER), raw[end:].split(_SEP))]
+
+
+class _Run:
+    """Sorted cold compact records of one host: deflated blocks (the best block last), the best
+    of which is inflated (``front``, best record last) once a record is taken from it."""
+
+    __slots__ = ("blocks", "front", "size", "version")
+
+    def __init__(self, records: list[bytes]) -> None:
+        self.size = len(records)
+        self.blocks = [_pack(records[i:i + _BLOCK]) for i in reversed(range(0, len(records), _BLOCK))]
+        self.front: list[bytes] | None = None
+        # the version every record shares, if they do: background re-scoring skips fresh runs
+        version = records[0][_KEY:_FLAG]
+        self.version = version if all(r[_KEY:_FLAG] == version for r in records) else None
+
+    def head(self) -> bytes:
+        return self.front[-1][:_KEY] if self.front else self.blocks[-1][:_KEY]
+
+    def take(self) -> bytes:
+        """Remove and return the best record."""
+        front = self.front
+        if front is None:
+            front = self.front = _unpack(self.blocks.pop())[::-1]
+        record = front.pop()
+        if not front:
+            self.front = None
+        self.size -= 1
+        return record
+
+    def records(self) -> list[bytes]:
+        """The records, best first."""
+        out = self.front[::-1] if self.front else []
+        for block in reversed(self.blocks):
+            out += _unpack(block)
+        return out
+
+    def drop(self, keys: set[bytes]) -> list[bytes]:
+        """Remove and return the records whose key is in ``keys``, the worst keys of the frontier:
+        a suffix of the run, so only the blocks that hold some are inflated (and one deflated)."""
+        gone: list[bytes] = []
+        blocks = self.blocks
+        while blocks:
+            records = _unpack(blocks[0])
+            keep = [r for r in records if r[:_KEY] not in keys]
+            gone += records[len(keep):]
+            if keep:
+                if len(keep) < len(records):
+                    blocks[0] = _pack(keep)
+                break
+            del blocks[0]
+        else:
+            if self.front:
+                keep = [r for r in self.front if r[:_KEY] not in keys]
+                gone += [r for r in self.front if r[:_KEY] in keys]
+                self.front = keep or None
+        self.size -= len(gone)
+        return gone
 
 
 class Entry:
@@ -79,18 +184,25 @@ class Entry:
 
 
 class _Host:
-    __slots__ = ("name", "queue", "rich", "prefix", "ready_at", "busy", "in_ready", "rkey", "wkey")
+    __slots__ = ("name", "queue", "rich", "prefix", "runs", "cold", "cold_head",
+                 "ready_at", "busy", "in_ready", "rkey", "wkey")
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.queue: list[bytes] = []  # heap of records
+        self.queue: list[bytes] = []  # the hot heap of records
         self.rich: dict[int, Entry] | None = None  # seq -> entry kept as an object
         self.prefix: str | None = None  # scheme://netloc of the first URL
+        self.runs: list[_Run] | None = None  # cold runs, newest last
+        self.cold = 0  # records in the runs
+        self.cold_head: bytes | None = None  # the best key in the runs
         self.ready_at = 0.0
         self.busy = False
         self.in_ready = False
         self.rkey: bytes | None = None  # key of the live item in the ready heap
         self.wkey: float | None = None  # ready_at of the live item in the waiting heap
+
+    def size(self) -> int:
+        return len(self.queue) + self.cold
 
     def best(self) -> float:
         return _priority(_Q.unpack_from(self.queue[0])[0])
@@ -98,6 +210,100 @@ class _Host:
     def top_version(self) -> int:
         return _HEAD.unpack_from(self.queue[0])[2]
 
+    # --- storage: hot heap + cold runs ----------------------------------------------------------
+    def _hot_max(self) -> int:
+        """Records the hot heap may hold: every rich one, and ``_HOT_MAX`` compact ones or 1/32 of
+        the cold ones if more (spills grow with the host, so that merges rewrite a record a
+        bounded number of times, not log2 of the host's size)."""
+        return max(_HOT_MAX, self.cold >> 5) + (len(self.rich) if self.rich else 0)
+
+    def push(self, record: bytes) -> None:
+        heapq.heappush(self.queue, record)
+        if len(self.queue) > self._hot_max():
+            self._spill()
+
+    def pop(self) -> bytes:
+        """Remove the best record; if the best left is cold, move it to the hot heap."""
+        record = heapq.heappop(self.queue)
+        if self.cold and (not self.queue or self.cold_head < self.queue[0]):
+            self._refill()
+        return record
+
+    def records(self) -> Iterator[bytes]:
+        """Every record, hot then cold (in no particular order)."""
+        yield from self.queue
+        for run in self.runs or ():
+            yield from run.records()
+
+    def has_stale(self, version: bytes) -> bool:
+        return (any(r[_KEY:_FLAG] != version for r in self.queue)
+                or any(run.version != version for run in self.runs or ()))
+
+    def drop(self, keys: set[bytes]) -> list[bytes]:
+        """Remove and return the records whose key is in ``keys``, the worst keys of the frontier
+        (a prune). The hot best stays, unless every record of the host goes."""
+        queue = self.queue
+        gone = [r for r in queue if r[:_KEY] in keys]
+        if gone:
+            self.queue = [r for r in queue if r[:_KEY] not in keys]
+            heapq.heapify(self.queue)
+        if self.runs:
+            for run in self.runs:
+                gone += run.drop(keys)
+            self.runs = [run for run in self.runs if run.size] or None
+            self.cold = sum(run.size for run in self.runs or ())
+            self.cold_head = min(run.head() for run in self.runs) if self.runs else None
+        return gone
+
+    def clear(self) -> None:
+        """Drop every record (rich entries stay in ``rich`` until decoded)."""
+        self.queue, self.runs, self.cold, self.cold_head = [], None, 0, None
+
+    def load(self, records: list[bytes]) -> None:
+        """Store ``records`` in an empty host (takes the list)."""
+        heapq.heapify(records)
+        self.queue = records
+        if len(records) > self._hot_max():
+            self._spill()
+
+    def _spill(self) -> None:
+        """Keep the best ``_HOT_KEEP`` compact records (and every rich one) hot; the rest become a
+        new run. The hot best does not change, so the invariant holds."""
+        records = sorted(self.queue)
+        if self.rich:
+            hot = [r for r in records if r[_FLAG] == _RICH]
+            records = [r for r in records if r[_FLAG] != _RICH]
+            hot += records[:_HOT_KEEP]
+            heapq.heapify(hot)
+        else:
+            hot = records[:_HOT_KEEP]  # sorted: already a heap
+        self.queue = hot
+        cold = records[_HOT_KEEP:]
+        runs = self.runs
+        if runs is None:
+            runs = self.runs = []
+        runs.append(_Run(cold))
+        while len(runs) > 1 and runs[-2].size <= runs[-1].size:
+            newer, older = runs.pop(), runs.pop()
+            runs.append(_Run(sorted(older.records() + newer.records())))
+        self.cold += len(cold)
+        self.cold_head = min(run.head() for run in runs)
+
+    def _refill(self) -> None:
+        """Move the best cold record to the hot heap, which restores the invariant. One record, not
+        a block: a block's worth would make the next push spill and deflate them all again."""
+        runs = self.runs
+        run = min(runs, key=_Run.head)
+        heapq.heappush(self.queue, run.take())
+        if not run.size:
+            runs.remove(run)
+        self.cold -= 1
+        if runs:
+            self.cold_head = min(r.head() for r in runs)
+        else:
+            self.runs = self.cold_head = None
+
+    # --- records <-> entries --------------------------------------------------------------------
     def encode(self, entry: Entry, seq: int) -> bytes:
         head = _HEAD.pack(_order_key(entry.priority), seq, entry.version)
         if entry.payload is not None or entry.features is not None:
@@ -119,7 +325,7 @@ class _Host:
         flag = record[_FLAG]
         if flag == _RICH:
             return self.rich.pop(seq) if forget else self.rich[seq]
-        url = record[_FLAG + 1:].decode("utf-8", "surrogatepass")
+        url = record[_HEADER:].decode("utf-8", "surrogatepass")
         return Entry(_priority(key), self.prefix + url if flag == _PREFIXED else url, None, None, version)
 
 
@@ -152,7 +358,7 @@ class Frontier:
 
     def _add(self, h: _Host, entry: Entry) -> bytes:
         record = h.encode(entry, self._next_seq())
-        heapq.heappush(h.queue, record)
+        h.push(record)
         self._size += 1
         return record
 
@@ -165,7 +371,7 @@ class Frontier:
 
     def host_size(self, host: str) -> int:
         h = self._hosts.get(host)
-        return len(h.queue) if h else 0
+        return h.size() if h else 0
 
     def is_busy(self, host: str) -> bool:
         h = self._hosts.get(host)
@@ -235,7 +441,7 @@ class Frontier:
                 # stale key: re-file the host under its true best and look again
                 self._file_ready(h)
                 continue
-            entry = h.decode(heapq.heappop(h.queue), forget=True)
+            entry = h.decode(h.pop(), forget=True)
             self._size -= 1
             h.busy = True
             h.in_ready = False
@@ -249,37 +455,39 @@ class Frontier:
 
     def _refresh_top(self, h: _Host, rescore: Rescorer, budget: int) -> None:
         """Re-score stale entries at the top of a host queue until the top is fresh."""
-        queue, version = h.queue, self.version
-        while budget > 0 and queue and h.top_version() != version:
+        version = self.version
+        while budget > 0 and h.queue and h.top_version() != version:
             batch = []
-            while queue and h.top_version() != version and len(batch) < min(budget, 32):
-                batch.append(h.decode(heapq.heappop(queue), forget=True))
+            while h.queue and h.top_version() != version and len(batch) < min(budget, 32):
+                batch.append(h.decode(h.pop(), forget=True))
             for entry, priority in zip(batch, rescore(batch)):
-                heapq.heappush(queue, self._rescored_record(h, entry, priority))
+                h.push(self._rescored_record(h, entry, priority))
             budget -= len(batch)
             self.rescored += len(batch)
 
     def rescore_stale(self, rescore: Rescorer, limit: int = 1000) -> int:
-        """Background re-scoring: bring up to ``limit`` stale entries up to date, host by host."""
+        """Background re-scoring: bring up to ``limit`` stale entries up to date, host by host (a
+        whole host at a time, its cold runs too: an entry whose value rose must surface)."""
         hosts = [name for name, h in self._hosts.items() if h.queue]
         if not hosts:
             return 0
         done = 0
-        version = self.version
+        version = _VERSION.pack(self.version)
         for step in range(len(hosts)):
             if done >= limit:
                 break
             name = hosts[(self._rescore_cursor + step) % len(hosts)]
             h = self._hosts[name]
-            stale_records = [r for r in h.queue if _HEAD.unpack_from(r)[2] != version]
-            if not stale_records:
+            if not h.has_stale(version):
                 continue
+            fresh, stale_records = [], []
+            for r in h.records():
+                (fresh if r[_KEY:_FLAG] == version else stale_records).append(r)
             stale = [h.decode(r, forget=True) for r in stale_records]
-            fresh = [r for r in h.queue if _HEAD.unpack_from(r)[2] == version]
-            for entry, priority in zip(stale, rescore(stale)):
-                fresh.append(self._rescored_record(h, entry, priority))
-            heapq.heapify(fresh)
-            h.queue = fresh
+            priorities = rescore(stale)
+            h.clear()
+            fresh += [self._rescored_record(h, entry, priority) for entry, priority in zip(stale, priorities)]
+            h.load(fresh)
             done += len(stale)
             if h.in_ready and not h.busy:
                 self._schedule(h)
@@ -394,8 +602,8 @@ class Frontier:
         h = self._hosts.get(host)
         if h is None:
             return []
-        entries = [h.decode(r) for r in h.queue]
-        h.queue = []
+        entries = [h.decode(r) for r in h.records()]
+        h.clear()
         h.rich = None
         h.in_ready = False
         h.rkey = None
@@ -404,12 +612,13 @@ class Frontier:
 
     # --- capacity -----------------------------------------------------------------------------
     def prune(self) -> list[Entry]:
-        """Drop the lowest-priority entries so that ``capacity`` remain; return them."""
+        """Drop the lowest-priority entries so that ``capacity`` remain; return them. O(n): every
+        key is looked at (rare: the frontier grows by ``prune_slack`` between two prunes)."""
         excess = self._size - self.capacity
         if excess <= 0:
             return []
         # largest records = lowest priorities (ties: the newest first)
-        victims = heapq.nlargest(excess, ((r[:_KEY], h) for h in self._hosts.values() for r in h.queue),
+        victims = heapq.nlargest(excess, ((r[:_KEY], h) for h in self._hosts.values() for r in h.records()),
                                  key=lambda row: row[0])
         removed: dict[str, set[bytes]] = {}
         for key, h in victims:
@@ -417,14 +626,7 @@ class Frontier:
         out = []
         for name, keys in removed.items():
             h = self._hosts[name]
-            keep = []
-            for r in h.queue:
-                if r[:_KEY] in keys:
-                    out.append(h.decode(r, forget=True))
-                else:
-                    keep.append(r)
-            heapq.heapify(keep)
-            h.queue = keep
+            out += [h.decode(r, forget=True) for r in h.drop(keys)]
             if h.in_ready and not h.busy:
                 self._schedule(h)
         self._size -= len(out)
@@ -434,11 +636,12 @@ class Frontier:
     # --- checkpoint ---------------------------------------------------------------------------
     def entries(self) -> Iterable[tuple[str, Entry]]:
         for name, h in self._hosts.items():
-            for record in h.queue:
+            for record in h.records():
                 yield name, h.decode(record)
 
     def __getstate__(self):
-        hosts = {name: ([h.decode(r) for r in h.queue], h.ready_at) for name, h in self._hosts.items()}
+        # each host's entries best first: re-encoded in this order, equal priorities keep their order
+        hosts = {name: ([h.decode(r) for r in sorted(h.records())], h.ready_at) for name, h in self._hosts.items()}
         return {"capacity": self.capacity, "prune_slack": self.prune_slack, "version": self.version,
                 "hosts": hosts, "pruned": self.pruned, "rescored": self.rescored}
 
@@ -448,8 +651,6 @@ class Frontier:
         for name, (entries, ready_at) in state["hosts"].items():
             h = self._host(name)
             h.ready_at = ready_at
-            for e in entries:
-                h.queue.append(h.encode(e, self._next_seq()))
-            heapq.heapify(h.queue)
+            h.load([h.encode(e, self._next_seq()) for e in entries])
             self._size += len(entries)
             self._schedule(h)
