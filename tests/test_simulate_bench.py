@@ -1,0 +1,34 @@
+"""bench/simulate.py is an instrument: it must be deterministic for a seed and count like evaluate."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from focuscrawl.relevance import TopicModel
+from focuscrawl.replay.metrics import Relevance, load_labels, reachable_relevant
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "simulate.py"
+
+
+def _simulate_module():
+    spec = importlib.util.spec_from_file_location("focuscrawl_bench_simulate", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_simulation_is_seeded_and_finds_the_topic_on_the_demo_web(demo_web, demo_files, demo_model):
+    sim = _simulate_module()
+    web = sim.Web(demo_files["warc"], None)
+    model = TopicModel.load(demo_model)
+    relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
+    reachable = len(reachable_relevant(web.graph, demo_web.seeds, relevance))
+    runs = [sim.simulate(web, model, relevance, demo_web.seeds, 150, 8, 0.25, seed) for seed in (1, 1, 2)]
+    assert runs[0] == runs[1]  # same seed, same crawl
+    for curve in runs:
+        assert len(curve) == 150
+        assert all(a <= b for a, b in zip(curve, curve[1:]))  # found(i) never decreases
+        assert curve[-1] <= reachable
+        # a focused crawl of the demo web: most of its 150 requests find relevant pages
+        assert curve[-1] > 0.5 * 150, curve[-1]
