@@ -11,6 +11,9 @@ Formats, told apart by content (not only by name):
 
 Unlabelled and unreadable pages are skipped and counted (``ExampleList.skipped``), so a caller
 can say what was left out; inputs that cannot give any example raise ExamplesError.
+
+WARC inputs also give labelled links (``ExampleList.links``, for the link model): every page's
+links, labelled by their targets once the whole input is read (see ``relevance.links``).
 """
 
 from __future__ import annotations
