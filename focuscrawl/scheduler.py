@@ -27,7 +27,7 @@ from focuscrawl import signals as focus_signals
 from focuscrawl.frontier import Entry, Frontier, SeenSet
 from focuscrawl.jobdir import JobDir, JobDirError
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
-from focuscrawl.learning.learner import WASTE_REWARD, is_vector
+from focuscrawl.learning.learner import HUB_CAP, WASTE_REWARD, is_vector
 from focuscrawl.politeness import DelayPolicy, ExclusionList, HostTiming, RobotsRules, RobotsState, TrapRules
 from focuscrawl.urls import canonicalize, extension, host_key, robots_url
 
@@ -661,7 +661,8 @@ def read_settings(s) -> dict:
         "exclusion": (ExclusionList(exclude_file, number("FOCUS_EXCLUDE_CHECK_SECONDS", 5.0)) if exclude_file
                       else None),
         "learner": LinkRewardLearner(credit_decay=number("FOCUS_CREDIT_DECAY", 0.5),
-                                     exploration=number("FOCUS_EXPLORATION", 0.3)),
+                                     exploration=number("FOCUS_EXPLORATION", 0.3),
+                                     hub_cap=number("FOCUS_HUB_CAP", HUB_CAP)),
         "obey_robots": s.getbool("ROBOTSTXT_OBEY", True),
         "agent": s.get("ROBOTSTXT_USER_AGENT") or s.get("USER_AGENT") or "focuscrawl",
         "robots_cache": number("FOCUS_ROBOTS_CACHE_SECONDS", 86400.0),

@@ -125,3 +125,18 @@ def test_score_many_equals_score_one_by_one():
     items.append(((np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)), "http://z.test/a", None))
     assert learner.score_many(items) == pytest.approx([learner.score(*item) for item in items], abs=1e-12)
     assert learner.score_many([]) == []
+
+
+def test_hub_cap_is_a_setting():
+    from scrapy.settings import Settings
+
+    from focuscrawl.scheduler import read_settings
+
+    assert read_settings(Settings({"FOCUS_HUB_CAP": "4"}))["learner"].hub_cap == 4.0
+    assert read_settings(Settings())["learner"].hub_cap == HUB_CAP
+    with pytest.raises(ValueError, match="FOCUS_HUB_CAP must be at least 0"):
+        read_settings(Settings({"FOCUS_HUB_CAP": "-1"}))
+    learner = LinkRewardLearner(hub_cap=0.0)  # 0: only a page's own reward counts
+    learner.observe("http://a.test/hub.html", None, feats("http://a.test/hub.html", "x"), 0.1, False)
+    learner.observe("http://a.test/1.html", "http://a.test/hub.html", feats("http://a.test/1.html", "x"), 1.0, True)
+    assert learner.nodes["http://a.test/hub.html"].value(0.5, learner.hub_cap) == pytest.approx(0.1)

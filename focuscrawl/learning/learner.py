@@ -32,7 +32,8 @@ WASTE_REWARD = -0.2
 #: The evidence that changes as the crawl goes (``_dynamic_at``), by name.
 DYNAMIC_FEATURES = ("host_yield", "prefix_yield", "host_waste", "prefix_waste", "host_unseen", "sibling_yield",
                     "sibling_waste")
-#: What a page's fetched children can add to its value, at most (in rewards of relevant pages).
+#: Default of what a page's fetched children can add to its value, at most (in rewards of
+#: relevant pages; setting FOCUS_HUB_CAP).
 HUB_CAP = 1.5
 #: How many fetches' worth of pooled evidence about new hosts an unseen host starts with.
 UNSEEN_HOST_EVIDENCE = 8.0
@@ -156,7 +157,7 @@ class _PathNode:
 
     Its value is its own reward plus ``decay`` times what its fetched children are worth
     together (each child counted at its latest value, never below zero, the sum capped at
-    ``HUB_CAP``): a hub that led to twenty relevant pages is worth more than one that led to one,
+    ``hub_cap``): a hub that led to twenty relevant pages is worth more than one that led to one,
     which is what makes links like it worth following early."""
 
     __slots__ = ("features", "url", "parent", "reward", "children_value", "passed_up")
@@ -169,19 +170,20 @@ class _PathNode:
         self.children_value = 0.0  # sum of the children's contributions
         self.passed_up = 0.0  # what this node contributes to its parent's children_value now
 
-    def value(self, decay: float) -> float:
-        return self.reward + decay * min(self.children_value, HUB_CAP)
+    def value(self, decay: float, hub_cap: float = HUB_CAP) -> float:
+        return self.reward + decay * min(self.children_value, hub_cap)
 
 
 class LinkRewardLearner:
     def __init__(self, credit_decay: float = 0.5, exploration: float = 0.3, credit_hops: int = 3,
-                 max_nodes: int = 200_000, version_every: int = 16, bits: int = 20):
+                 max_nodes: int = 200_000, version_every: int = 16, bits: int = 20, hub_cap: float = HUB_CAP):
         self.model = OnlineLinearRegressor(
             bits=bits, prior={"bias": 0.1, "seed": 0.6, "parent_score": 0.5, "host_yield": 0.3, "prefix_yield": 0.3,
                                "sibling_yield": 0.3, "host_waste": -0.2, "prefix_waste": -0.2,
                                "link_score": 0.5, "cross_host": -0.2, "host_unseen": -0.1}
         )
         self.credit_decay = credit_decay
+        self.hub_cap = hub_cap
         self.exploration = exploration
         self.credit_hops = credit_hops
         self.max_nodes = max_nodes
@@ -203,6 +205,7 @@ class LinkRewardLearner:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.__dict__.setdefault("new_hosts", _Yield())  # a checkpoint from before it was kept
+        self.__dict__.setdefault("hub_cap", HUB_CAP)
         self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
         self._dynamic_index = {name: self.model.index(name) for name in DYNAMIC_FEATURES}
 
@@ -327,7 +330,7 @@ class LinkRewardLearner:
         in what its child is worth, and its link is trained toward its new value."""
         for _ in range(self.credit_hops):
             parent = self.nodes.get(node.parent) if node.parent else None
-            contribution = max(0.0, node.value(self.credit_decay))
+            contribution = max(0.0, node.value(self.credit_decay, self.hub_cap))
             if parent is None or abs(contribution - node.passed_up) < 1e-9:
                 return
             parent.children_value += contribution - node.passed_up
@@ -355,7 +358,7 @@ class LinkRewardLearner:
         self._credit_ancestors(node)
 
     def _train(self, node: _PathNode) -> None:
-        self._train_link(node.features, node.url, node.parent, node.value(self.credit_decay))
+        self._train_link(node.features, node.url, node.parent, node.value(self.credit_decay, self.hub_cap))
 
     def _train_link(self, features: Features | Vector | None, url: str, parent: str | None, target: float) -> None:
         vector = _as_vector(self.model, features)
