@@ -29,6 +29,15 @@ Features = Sequence[tuple[str, float]]
 Vector = tuple[np.ndarray, np.ndarray]  # hashed feature indices and values
 
 WASTE_REWARD = -0.2
+
+
+def page_reward(score: float | None, relevant: bool) -> float:
+    """What a fetched page is worth to the learner. The crawl is judged on relevant pages found: a
+    relevant page is worth a full point, an irrelevant one little, whatever its exact probability;
+    a request that bought no scored page (``score`` None: 404, error, useless type) is waste."""
+    if score is None:
+        return WASTE_REWARD
+    return 1.0 if relevant else 0.25 * float(score)
 #: The evidence that changes as the crawl goes (``_dynamic_at``), by name.
 DYNAMIC_FEATURES = ("host_yield", "prefix_yield", "host_waste", "prefix_waste", "host_unseen", "sibling_yield",
                     "sibling_waste")
@@ -244,7 +253,9 @@ class LinkRewardLearner:
         return self.model.vectorise(features)
 
     def _dynamic_vector(self, url: str, parent: str | None) -> Vector:
-        return self.model.vectorise(self._dynamic(url, parent))
+        feats = self._dynamic(url, parent)
+        return (np.fromiter((self._dynamic_index[name] for name, _ in feats), dtype=np.int32, count=len(feats)),
+                np.fromiter((value for _, value in feats), dtype=np.float32, count=len(feats)))
 
     def score(self, features: Features | Vector, url: str, parent: str | None = None) -> float:
         """Predicted reward of a link plus its exploration bonus. ``features`` are named features
@@ -307,12 +318,12 @@ class LinkRewardLearner:
                     self.new_hosts.fetched += 1
                     self.new_hosts.relevant += int(relevant)
                     self.new_hosts.wasted += int(wasted)
+                    self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
                 if table is self.children and len(table) > self.max_nodes:
                     table.pop(next(iter(table)))
             stats.fetched += 1
             stats.relevant += int(relevant)
             stats.wasted += int(wasted)
-        self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
         node = self.nodes.get(url)
         if node is None:
             node = _PathNode(_as_vector(self.model, features), url, parent_url, reward)
