@@ -4,9 +4,9 @@ A real replay crawl (``scrapy evaluate``) takes a minute and its order of events
 timing, so two runs of one command differ a lot; telling two strategies apart needs many runs.
 This simulation replays the same decisions in seconds, with a seed for the randomness:
 
-- the same cores: ``focuscrawl.learning`` (features, learner, credit) and the topic model's
-  page and link scores (``TopicModel.score`` / ``score_links``), the same rewards as the
-  scheduler (1 for a relevant page, a quarter of the score otherwise, WASTE_REWARD for 404s);
+- the same cores: ``focuscrawl.learning`` (features, learner, credit, ``page_reward``: the
+  scheduler's rewards) and the topic model's page and link scores (``TopicModel.score`` /
+  ``score_links``);
 - the same politeness shape: ``--slots`` requests per round, one per host, best-first over the
   whole frontier, and patience (a URL more than ``--margin`` below the best waits);
 - the same accounting as ``scrapy evaluate`` (``focuscrawl.replay.metrics``): every request
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from focuscrawl.learning import LinkContext, LinkRewardLearner, link_features
-from focuscrawl.learning.learner import WASTE_REWARD
+from focuscrawl.learning.learner import page_reward
 from focuscrawl.parsing import parse_html
 from focuscrawl.relevance import TopicModel
 from focuscrawl.replay import RecordedWeb
@@ -100,14 +100,14 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
                 fetch(target, vector, parent, depth, hops)
             return
         if kind != PAGE or key not in web.pages:
-            learner.observe(url, parent, vector, WASTE_REWARD, False, True)
+            learner.observe(url, parent, vector, page_reward(None, False), False, True)
             return
         title, text, links = web.pages[key]
         score = page_scores.get(key)
         if score is None:
             score = page_scores[key] = model.score(title, text)
         relevant = score >= FOCUS_RELEVANCE_THRESHOLD
-        learner.observe(url, parent, vector, 1.0 if relevant else 0.25 * score, relevant, False)
+        learner.observe(url, parent, vector, page_reward(score, relevant), relevant, False)
         if relevance.is_relevant_key(key):
             found.add(relevance.page_of_key(key))
             curve[-1] = len(found)

@@ -27,7 +27,7 @@ from focuscrawl import signals as focus_signals
 from focuscrawl.frontier import Entry, Frontier, SeenSet
 from focuscrawl.jobdir import JobDir, JobDirError
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
-from focuscrawl.learning.learner import HUB_CAP, WASTE_REWARD, is_vector
+from focuscrawl.learning.learner import HUB_CAP, is_vector, page_reward
 from focuscrawl.politeness import DelayPolicy, ExclusionList, HostTiming, RobotsRules, RobotsState, TrapRules
 from focuscrawl.urls import canonicalize, extension, host_key, robots_url
 
@@ -485,13 +485,8 @@ class FocusScheduler:
     def _on_page_scored(self, request, response, page, links=None, spider=None):
         meta = request.meta
         wasted = page.score is None
-        if wasted:
-            reward, relevant = WASTE_REWARD, False
-        else:
-            relevant = bool(page.relevant)
-            # the crawl is judged on relevant pages found: a relevant page is worth a full point,
-            # an irrelevant one little, whatever its exact probability
-            reward = 1.0 if relevant else 0.25 * float(page.score)
+        relevant = not wasted and bool(page.relevant)
+        reward = page_reward(page.score, relevant)
         self.learner.observe(canonicalize(page.final_url or request.url), _parent(request),
                              meta.get("focus_features"), reward, relevant, wasted)
         if self.learner.version != self._background_version:
