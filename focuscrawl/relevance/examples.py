@@ -28,10 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
-from w3lib.url import canonicalize_url
-
 from focuscrawl.parsing import decode_body, parse_html
-from focuscrawl.relevance.links import LinkedWeb, LinkExample
+from focuscrawl.relevance.links import LinkedWeb, LinkExample, label_key
 from focuscrawl.tsv import TsvError, read_pairs
 
 logger = logging.getLogger(__name__)
@@ -116,7 +114,7 @@ class Labels:
 
     def __init__(self, mapping: dict[str, str]):
         self.exact = mapping
-        self.canonical = {_canonical(u): label for u, label in mapping.items()}
+        self.canonical = {label_key(u): label for u, label in mapping.items()}
 
     def get(self, *urls: str | None) -> str | None:
         for url in urls:
@@ -124,7 +122,7 @@ class Labels:
                 return self.exact[url]
         for url in urls:
             if url:
-                label = self.canonical.get(_canonical(url))
+                label = self.canonical.get(label_key(url))
                 if label:
                     return label
         return None
@@ -132,12 +130,6 @@ class Labels:
     def __len__(self) -> int:
         return len(self.exact)
 
-
-def _canonical(url: str) -> str:
-    try:
-        return canonicalize_url(url)
-    except Exception:
-        return url
 
 
 def read_labels(path) -> Labels:

@@ -89,16 +89,16 @@ class LinkedWeb:
         self.redirects: dict[str, str] = {}
 
     def add_page(self, url: str, links: list[LinkDocument]) -> None:
-        self.recorded.add(_key(url))
+        self.recorded.add(label_key(url))
         if links:
             self.pages.append((url, links))
 
     def add_record(self, url: str, location: str | None = None) -> None:
         """Any answered URL (error pages included); ``location`` for a redirect."""
-        key = _key(url)
+        key = label_key(url)
         self.recorded.add(key)
         if location:
-            self.redirects[key] = _key(location)
+            self.redirects[key] = label_key(location)
 
     def examples(self, label_of, keep_url=lambda url: True) -> list[LinkExample]:
         """One LinkExample per link (from a page ``keep_url`` keeps, to a target it keeps) whose
@@ -117,7 +117,7 @@ class LinkedWeb:
         return out
 
     def _target_label(self, url: str, label_of) -> str | None:
-        key = _key(url)
+        key = label_key(url)
         for _ in range(MAX_REDIRECTS + 1):
             label = label_of(key)
             if label is not None:
@@ -128,8 +128,8 @@ class LinkedWeb:
         return None if key in self.recorded else MISSING
 
 
-def _key(url: str) -> str:
-    """The URL as the labels file is matched (w3lib's canonical form, as ``Labels`` does)."""
+def label_key(url: str) -> str:
+    """The URL as a labels file is matched: w3lib's canonical form (``Labels`` and links alike)."""
     try:
         return canonicalize_url(url)
     except Exception:  # noqa: BLE001 - a URL w3lib cannot parse is its own key
