@@ -26,7 +26,9 @@ def demo_files(demo_web, tmp_path_factory):
     folder = tmp_path_factory.mktemp("demo")
     warc = demo_web.write_warc(folder / "demo.warc.gz")
     labels = demo_web.write_labels(folder / "labels.tsv")
-    return {"dir": folder, "warc": Path(warc), "labels": Path(labels)}
+    seeds = folder / "seeds.txt"  # the crawl hosts' home pages, one a line
+    seeds.write_text("\n".join(demo_web.seeds) + "\n")
+    return {"dir": folder, "warc": Path(warc), "labels": Path(labels), "seeds": seeds}
 
 
 @pytest.fixture(scope="session")

@@ -27,8 +27,7 @@ DELAY = 0.05
 @pytest.fixture(scope="module")
 def crawl(demo_web, demo_files, demo_model, tmp_path_factory):
     out = tmp_path_factory.mktemp("crawl")
-    seeds = out / "seeds.txt"
-    seeds.write_text("\n".join(demo_web.seeds) + "\n")
+    seeds = demo_files["seeds"]
     server_log = out / "server.jsonl"
     web = RecordedWeb.from_records(demo_web.records)
     with ReplayProxy(web, robots=demo_web.robots, log_path=str(server_log)) as proxy:

@@ -207,8 +207,7 @@ def test_replay_command_user_errors(files):
 
 @pytest.mark.e2e
 def test_evaluate_end_to_end_on_the_demo_web(demo_web, demo_files, demo_model, tmp_path):
-    seeds = tmp_path / "seeds.txt"
-    seeds.write_text("\n".join(demo_web.seeds) + "\n")
+    seeds = demo_files["seeds"]
     budget = 120
     result = scrapy(["evaluate", str(demo_files["warc"]), "--labels", str(demo_files["labels"]),
                      "--positive", demo_web.topic, "--seeds", str(seeds), "--model", str(demo_model),

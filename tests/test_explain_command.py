@@ -117,11 +117,10 @@ def test_bad_usage_is_one_error_line(store, tmp_path):
 
 # --- over a real crawl's JOBDIR ------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def job(demo_web, demo_model, tmp_path_factory):
+def job(demo_web, demo_files, demo_model, tmp_path_factory):
     """A tiny real crawl with JOBDIR, checkpointing at every dequeue and at close."""
     out = tmp_path_factory.mktemp("explain-crawl")
-    seeds = out / "seeds.txt"
-    seeds.write_text("\n".join(demo_web.seeds) + "\n")
+    seeds = demo_files["seeds"]
     jobdir = out / "job"
     with ReplayProxy(RecordedWeb.from_records(demo_web.records), robots=demo_web.robots) as proxy:
         result = run_scrapy(

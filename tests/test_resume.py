@@ -70,17 +70,14 @@ def _crawl_args(tmp, seeds, model, jobdir, extra=()):
 
 
 @pytest.fixture(scope="module")
-def resumed(demo_web, demo_model, tmp_path_factory):
+def resumed(demo_web, demo_files, demo_model, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("resume")
-    seeds = tmp / "seeds.txt"
-    seeds.write_text("\n".join(demo_web.seeds) + "\n")
+    seeds = demo_files["seeds"]
     jobdir = tmp / "job"
     args = _crawl_args(tmp, seeds, demo_model, jobdir)
     web = RecordedWeb.from_records(demo_web.records)
     with ReplayProxy(web, robots=demo_web.robots, log_path=str(tmp / "server.jsonl")) as proxy:
-        env = dict(os.environ)
-        env.pop("https_proxy", None)
-        env.update({"http_proxy": proxy.url, "SCRAPY_SETTINGS_MODULE": "focuscrawl.settings"})
+        env = proxy.crawl_env()
         # --- run 1: killed with SIGKILL mid-crawl -----------------------------------------------
         with open(tmp / "run1.log", "w") as run1_log:
             proc = subprocess.Popen([sys.executable, "-m", "scrapy", *args], cwd=tmp, env=env,
@@ -225,15 +222,14 @@ BAD_CHECKPOINTS = {
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("kind", list(BAD_CHECKPOINTS))
-def test_bad_checkpoint_is_reported_and_the_crawl_starts_afresh(kind, demo_web, demo_model, tmp_path):
+def test_bad_checkpoint_is_reported_and_the_crawl_starts_afresh(kind, demo_web, demo_files, demo_model, tmp_path):
     """A torn or foreign JOBDIR/focus-frontier.pickle: one clear ERROR naming the file, a new
     crawl from the seeds, exit 0, no traceback."""
     jobdir = tmp_path / "job"
     jobdir.mkdir()
     checkpoint = jobdir / "focus-frontier.pickle"
     checkpoint.write_bytes(BAD_CHECKPOINTS[kind]())
-    seeds = tmp_path / "seeds.txt"
-    seeds.write_text("\n".join(demo_web.seeds) + "\n")
+    seeds = demo_files["seeds"]
     args = _crawl_args(tmp_path, seeds, demo_model, jobdir)
     args[args.index(f"FOCUS_BUDGET={BUDGET}")] = f"FOCUS_BUDGET={SMALL_BUDGET}"
     web = RecordedWeb.from_records(demo_web.records)
