@@ -18,9 +18,8 @@ from pathlib import Path
 
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from focuscrawl.relevance import load_examples, train_topic_model
+from focuscrawl.relevance import TopicModel, load_examples, train_topic_model
 from focuscrawl.relevance.links import MISSING
-from focuscrawl.urls import url_tokens
 
 DEPARTMENTS = r"(^|\.)(cornell|utexas|washington|wisc)\.edu$"
 
@@ -47,7 +46,7 @@ def main(argv=None) -> int:
         y = [link.label == target for link in test_links]
         docs = [link.document for link in test_links]
         linked = model.score_links(docs)
-        worded = model.score_many([(a, f"{c} {' '.join(url_tokens(u))}") for a, c, u in docs])
+        worded = TopicModel(model.pipeline, model.metadata).score_links(docs)  # no link model: words
         print(f"| {target} | {sum(y)} ({sum(y) / len(y):.3f}) | {average_precision_score(y, linked):.3f} "
               f"| {roc_auc_score(y, linked):.3f} | {average_precision_score(y, worded):.3f} "
               f"| {roc_auc_score(y, worded):.3f} |")
