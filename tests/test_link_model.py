@@ -98,6 +98,9 @@ def test_warc_examples_carry_their_links_and_host_filters_apply(recorded):
     # links from b.example pages and links to other hosts are left out
     assert only_a.links and all("a.example/" in link.url for link in only_a.links)
     assert len(only_a.links) < len(examples.links)
+    # without links, only the labelled pages are read, and the examples are the same
+    plain = load_examples([warc], labels_path=labels, links=False)
+    assert plain.links == [] and [e.url for e in plain] == [e.url for e in examples]
 
 
 def test_link_model_ranks_links_to_the_topic_first(recorded):

@@ -69,9 +69,9 @@ class Command(FocusCommand):
         try:
             examples = load_examples(
                 args, labels_path=opts.labels,
-                include_host=opts.include_host, exclude_host=opts.exclude_host,
+                include_host=opts.include_host, exclude_host=opts.exclude_host, links=not opts.no_link_model,
             )
-            model, report = train_topic_model(examples, positive, cv_folds=folds, link_model=not opts.no_link_model)
+            model, report = train_topic_model(examples, positive, cv_folds=folds)
         except (ExamplesError, TrainingError) as exc:
             raise CommandError(str(exc)) from None
 

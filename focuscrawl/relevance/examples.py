@@ -69,15 +69,17 @@ def load_examples(
     labels_path=None,
     include_host: str | None = None,
     exclude_host: str | None = None,
+    links: bool = True,
 ) -> ExampleList:
-    """Read every path (any supported format) into one ExampleList, deduplicated by URL."""
+    """Read every path (any supported format) into one ExampleList, deduplicated by URL; with
+    ``links``, also the labelled links of WARC inputs (which means parsing every page)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     include = _regex(include_host, "include-host")
     exclude = _regex(exclude_host, "exclude-host")
     labels = read_labels(labels_path) if labels_path else None
     out = ExampleList()
-    web = LinkedWeb()
+    web = LinkedWeb() if links else None
     seen: set[str] = set()
 
     def keep(url: str) -> bool:
@@ -95,7 +97,7 @@ def load_examples(
             if example.url:
                 seen.add(example.url)
             out.append(example)
-    if labels is not None:
+    if labels is not None and web is not None:
         out.links = web.examples(lambda key: labels.get(key), keep_url=keep)
     return out
 
@@ -144,7 +146,7 @@ def read_labels(path) -> Labels:
         raise ExamplesError(f"cannot read labels file {path}: {exc}") from None
 
 
-def _read_any(path: Path, labels, labels_path, skipped: Counter, web: LinkedWeb):
+def _read_any(path: Path, labels, labels_path, skipped: Counter, web: LinkedWeb | None):
     if not path.exists():
         raise ExamplesError(f"no such file or folder: {path}")
     if path.is_dir():
@@ -187,8 +189,9 @@ def _is_warc(path: Path, head: bytes) -> bool:
     return False
 
 
-def _read_warc(path: Path, labels: Labels, labels_path, skipped: Counter, web: LinkedWeb) -> list[Example]:
-    """Labelled HTML pages; every record also goes to ``web`` (links, answered URLs, redirects)."""
+def _read_warc(path: Path, labels: Labels, labels_path, skipped: Counter, web: LinkedWeb | None) -> list[Example]:
+    """Labelled HTML pages; every record also goes to ``web`` (links, answered URLs, redirects)
+    when there is one."""
     from warcio.archiveiterator import ArchiveIterator
     from warcio.exceptions import ArchiveLoadFailed
 
@@ -202,13 +205,17 @@ def _read_warc(path: Path, labels: Labels, labels_path, skipped: Counter, web: L
                 status = record.http_headers.get_statuscode()
                 content_type = record.http_headers.get_header("Content-Type") or ""
                 if status != "200" or (content_type and "html" not in content_type.lower()):
-                    location = record.http_headers.get_header("Location") if status.startswith("3") else None
-                    web.add_record(url, urljoin(url, location) if location else None)
+                    if web is not None:
+                        location = record.http_headers.get_header("Location") if status.startswith("3") else None
+                        web.add_record(url, urljoin(url, location) if location else None)
                     continue
                 html_pages += 1
-                page = parse_html(record.content_stream().read(), url, content_type=content_type)
-                web.add_page(url, [(link.anchor, link.context, link.url) for link in page.links if not link.nofollow])
                 label = labels.get(url)
+                if label is not None or web is not None:  # an unlabelled page is read for its links only
+                    page = parse_html(record.content_stream().read(), url, content_type=content_type)
+                    if web is not None:
+                        web.add_page(url, [(link.anchor, link.context, link.url)
+                                           for link in page.links if not link.nofollow])
                 if label is None:
                     skipped["no label"] += 1
                     continue
