@@ -16,7 +16,15 @@ It leaves out what only a real crawl has (download latency, robots.txt, the back
 re-scoring batches: here the whole frontier is re-scored when the learner's version moves),
 so use it to screen ideas and ``scrapy evaluate`` to report figures.
 
+Two oracles measure the headroom of each part: ``--oracle page`` replaces the topic model's page
+scores by the labels (a perfect nugget function: the learner's rewards are exact), and
+``--oracle value`` orders the frontier by each URL's true future value over the recorded web
+(``oracle_values``: 1 for a relevant page plus half of what its links lead to, at most three
+pages' worth, three links deep) instead of the learner: what a perfect link valuation would
+reach under the same politeness shape.
+
     python bench/simulate.py --models DIR [--targets course,student] [--runs 6] [--budget 1000]
+                             [--oracle page|value]
 
 DIR holds TARGET.joblib for each target (``scrapy train ... --exclude-host
 'cornell|utexas|washington|wisc' -o DIR/TARGET.joblib``).
@@ -64,9 +72,22 @@ class Web:
                                    [(link.anchor, link.context, link.url) for link in page.links if not link.nofollow])
 
 
+def oracle_values(graph: LinkGraph, relevance: Relevance, steps: int = 3, decay: float = 0.5,
+                  cap: float = 3.0) -> dict[str, float]:
+    """Each URL key's true future value: ``V = relevant + decay * min(cap, sum of V over its
+    links)``, ``steps`` links deep (V starts as relevant). A redirect leads to its target."""
+    reward = {key: float(graph.kind[key] == PAGE and relevance.is_relevant_key(key)) for key in graph.kind}
+    value = dict(reward)
+    for _ in range(steps):
+        value = {key: reward[key] + decay * min(cap, sum(value[t] for t in graph.out.get(key, ()) if t in value))
+                 for key in reward}
+    return value
+
+
 def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
-             margin: float, seed: int) -> list[int]:
-    """found(i) after each request, as ``metrics.found_curve`` counts it."""
+             margin: float, seed: int, oracle: str = "off", values: dict[str, float] | None = None) -> list[int]:
+    """found(i) after each request, as ``metrics.found_curve`` counts it. ``oracle`` "page": the
+    labels score pages; "value": ``values`` (``oracle_values``) order the frontier."""
     rng = random.Random(seed)
     seeds = list(seeds)
     rng.shuffle(seeds)
@@ -105,7 +126,11 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         title, text, links = web.pages[key]
         score = page_scores.get(key)
         if score is None:
-            score = page_scores[key] = model.score(title, text)
+            if oracle == "page":
+                score = 0.99 if relevance.is_relevant_key(key) else 0.01
+            else:
+                score = model.score(title, text)
+            page_scores[key] = score
         relevant = score >= FOCUS_RELEVANCE_THRESHOLD
         learner.observe(url, parent, vector, page_reward(score, relevant), relevant, False)
         if relevance.is_relevant_key(key):
@@ -119,7 +144,9 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         enqueue(url, None, "", "", None, 0, 0, None)
     version = None
     while frontier and len(curve) < budget:
-        if learner.version != version:
+        if oracle == "value":  # fixed values: only new URLs need one
+            priority.update({url: values.get(url_key(url), 0.0) for url in frontier.keys() - priority.keys()})
+        elif learner.version != version:
             version = learner.version
             priority = dict(zip(frontier, learner.score_many([(v, u, p) for u, (v, p, _, _) in frontier.items()])))
         for url in frontier.keys() - priority.keys():
@@ -152,6 +179,8 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=int, default=1000)
     parser.add_argument("--slots", type=int, default=16, help="requests per round, one per host (default 16)")
     parser.add_argument("--margin", type=float, default=0.25, help="patience margin (default 0.25)")
+    parser.add_argument("--oracle", choices=("off", "page", "value"), default="off",
+                        help="page: labels score pages; value: true future values order the frontier")
     args = parser.parse_args(argv)
     webkb = Path(args.webkb)
     if not (webkb / "webkb.warc.gz").exists():
@@ -161,7 +190,8 @@ def main(argv=None) -> int:
     web = Web(webkb / "webkb.warc.gz", webkb / "aliases.tsv")
     labels = load_labels(webkb / "labels.tsv")
     points = [n for n in POINTS if n <= args.budget]
-    print(f"{args.runs} runs per target, budget {args.budget}, {args.slots} slots, margin {args.margin}")
+    print(f"{args.runs} runs per target, budget {args.budget}, {args.slots} slots, margin {args.margin}, "
+          f"oracle {args.oracle}")
     print("| target (reachable) | " + " | ".join(f"harvest@{n}" for n in points) + " | "
           + " | ".join(f"recall@{n} mean (min-max)" for n in points) + " |")
     print("|---|" + "---|" * 2 * len(points))
@@ -170,7 +200,8 @@ def main(argv=None) -> int:
         model = TopicModel.load(Path(args.models) / f"{target}.joblib")
         relevance = Relevance(labels, [target], web.same)
         reachable = len(reachable_relevant(web.graph, SEEDS, relevance))
-        curves = [simulate(web, model, relevance, SEEDS, args.budget, args.slots, args.margin, run)
+        values = oracle_values(web.graph, relevance) if args.oracle == "value" else None
+        curves = [simulate(web, model, relevance, SEEDS, args.budget, args.slots, args.margin, run, args.oracle, values)
                   for run in range(1, args.runs + 1)]
         at = {n: [c[min(n, len(c)) - 1] if c else 0 for c in curves] for n in points}
         recalls.append(statistics.mean(at[points[-1]]) / reachable)

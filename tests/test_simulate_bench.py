@@ -32,3 +32,22 @@ def test_simulation_is_seeded_and_finds_the_topic_on_the_demo_web(demo_web, demo
         assert curve[-1] <= reachable
         # a focused crawl of the demo web: most of its 150 requests find relevant pages
         assert curve[-1] > 0.5 * 150, curve[-1]
+
+
+def test_oracles_bound_the_crawl_from_above(demo_web, demo_files, demo_model):
+    """The value oracle orders the frontier by true future value: it finds more than the learned
+    crawl and far more than an uninformed order; the page oracle scores pages by their labels."""
+    sim = _simulate_module()
+    web = sim.Web(demo_files["warc"], None)
+    model = TopicModel.load(demo_model)
+    relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
+    values = sim.oracle_values(web.graph, relevance)
+    relevant = [key for key in web.graph.kind if web.graph.is_page(key) and relevance.is_relevant_key(key)]
+    assert relevant and all(values[key] >= 1.0 for key in relevant)
+    assert all(0.0 <= v <= 1.0 + 0.5 * 3.0 for v in values.values())
+    oracle = sim.simulate(web, model, relevance, demo_web.seeds, 150, 8, 0.25, 1, "value", values)
+    learned = sim.simulate(web, model, relevance, demo_web.seeds, 150, 8, 0.25, 1)
+    blind = sim.simulate(web, model, relevance, demo_web.seeds, 150, 8, 0.25, 1, "value", {})  # all worth 0
+    assert oracle[-1] >= learned[-1] and oracle[-1] > 2 * blind[-1], (oracle[-1], learned[-1], blind[-1])
+    labelled = sim.simulate(web, model, relevance, demo_web.seeds, 150, 8, 0.25, 1, "page")
+    assert len(labelled) == 150 and labelled[-1] > 0.5 * 150
