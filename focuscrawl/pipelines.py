@@ -91,7 +91,8 @@ class StorePipeline:
     def process_item(self, item, spider=None):
         assert self.store is not None, "StorePipeline.process_item before open_spider"
         try:
-            self.store.add_page(ItemAdapter(item).asdict())
+            # a shallow dict: asdict() deep-copies every field (the page text too), per item
+            self.store.add_page(dict(ItemAdapter(item)))
         except (ValueError, TypeError) as exc:
             logger.warning("not stored: %s (%r)", exc, item)
             self.crawler.stats.inc_value("focus/store/skipped")
