@@ -29,6 +29,7 @@ from focuscrawl.jobdir import JobDir, JobDirError
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
 from focuscrawl.learning.learner import HUB_CAP, is_vector, page_reward
 from focuscrawl.politeness import DelayPolicy, ExclusionList, HostTiming, RobotsRules, RobotsState, TrapRules
+from focuscrawl.request_codec import RequestCodec
 from focuscrawl.urls import canonicalize, extension, host_key, robots_url
 
 logger = logging.getLogger(__name__)
@@ -58,6 +59,9 @@ class FocusScheduler:
             raise NotConfigured(f"focuscrawl scheduler: {exc}") from exc
         for name, value in config.items():  # delays, traps, exclusion, budget, ... (see read_settings)
             setattr(self, name, value)
+        # packed entries: a few hundred bytes a queued URL instead of a live Request and vector
+        codec = RequestCodec(self._request_dict, self._request_from_dict) if self.frontier_pack else None
+        self.frontier = Frontier(capacity=self.frontier_capacity, codec=codec)
         self.seen = SeenSet()
         self.robots: dict[str, RobotsRules] = {}
         self.timing: dict[str, HostTiming] = {}
@@ -522,7 +526,7 @@ class FocusScheduler:
     def _unspill(self) -> None:
         rows = self.job.unspill()
         for host, priority, request_dict, features in rows:
-            request = request_from_dict(request_dict, spider=self.spider)
+            request = self._request_from_dict(request_dict)
             canonical = canonicalize(request.url)
             self.frontier.push(host, Entry(priority, canonical, request, self._vector_of(features, canonical, request), -1))
         if rows:
@@ -554,6 +558,9 @@ class FocusScheduler:
     def _request_dict(self, request: Request) -> dict:
         return request.to_dict(spider=self.spider)
 
+    def _request_from_dict(self, d: dict) -> Request:
+        return request_from_dict(d, spider=self.spider)
+
     def _restore(self) -> None:
         """Snapshot, then the journal written after it: the frontier, seen set, learner and host
         state of the last checkpoint, plus every URL discovered since, minus the pages done."""
@@ -582,7 +589,7 @@ class FocusScheduler:
                                       self.robots_retry)
                 self._apply_robots(host, rules)
             for host, priority, request_dict, features in state["entries"]:
-                request = request_from_dict(request_dict, spider=self.spider)
+                request = self._request_from_dict(request_dict)
                 canonical = canonicalize(request.url)
                 if canonical in pending or priority == float("inf"):
                     # no features: never re-scored, so it stays first in line
@@ -595,7 +602,7 @@ class FocusScheduler:
             if event[0] == "deq":
                 self.released += 1
             elif event[0] == "enq":
-                request = request_from_dict(event[1], spider=self.spider)
+                request = self._request_from_dict(event[1])
                 canonical = canonicalize(request.url)
                 if canonical in done:
                     self.seen.add(canonical)
@@ -637,7 +644,8 @@ def read_settings(s) -> dict:
     except (TypeError, ValueError, AttributeError):
         raise ValueError("DOWNLOAD_SLOTS delays must be numbers") from None
     return {
-        "frontier": Frontier(capacity=number("FOCUS_FRONTIER_CAPACITY", 1_000_000, int, 1)),
+        "frontier_capacity": number("FOCUS_FRONTIER_CAPACITY", 1_000_000, int, 1),
+        "frontier_pack": s.getbool("FOCUS_FRONTIER_PACK", False),
         "delays": DelayPolicy(
             minimum=number("DOWNLOAD_DELAY", 1.0),
             adaptive_factor=number("FOCUS_ADAPTIVE_DELAY_FACTOR", 2.0),

@@ -1,6 +1,7 @@
 """The Mercator frontier: global priority among ready hosts, politeness never broken by priority."""
 
 import pickle
+import struct
 
 import pytest
 
@@ -438,3 +439,185 @@ def test_prune_drop_host_and_pickle_with_cold_runs():
     assert f.host_size("b") == 0 and len(f) == 150 - len(dropped)
     f.push("b", Entry(2.0, "https://b/again"))
     assert drain(f)[0] == ("b", 2.0, "https://b/again")
+
+
+# --- packed entries: a codec turns payload and features into bytes ----------------------------------
+
+class BytesCodec:
+    """A toy codec: a bytes payload (any bytes, b"\\xfe" and b"\\xff" included) and a tuple of floats,
+    behind the URL, which ``unpack`` checks it is given. Declines payload b"keep"."""
+
+    def pack(self, entry):
+        if entry.payload == b"keep":
+            return None
+        url = entry.url.encode("utf-8", "surrogatepass")
+        feats = entry.features
+        head = struct.pack("<HH", len(url), 0xFFFF if feats is None else len(feats))
+        return head + url + struct.pack(f"<{len(feats or ())}d", *(feats or ())) + entry.payload
+
+    def unpack(self, url, blob):
+        n_url, n_feats = struct.unpack_from("<HH", blob)
+        assert blob[4:4 + n_url].decode("utf-8", "surrogatepass") == url
+        start = 4 + n_url
+        if n_feats == 0xFFFF:
+            return blob[start:], None
+        return blob[start + 8 * n_feats:], struct.unpack_from(f"<{n_feats}d", blob, start)
+
+
+def packable(hosts, per_host, seed=5, ties=False, keep_every=0):
+    """``many`` with a payload (odd bytes) and features on every entry; every ``keep_every``-th
+    payload is declined by the codec."""
+    rows = many(hosts, per_host, seed, ties)
+    for i, (_, entry) in enumerate(rows):
+        entry.payload = b"keep" if keep_every and i % keep_every == 0 else bytes([0xFE, 0xFF, i % 256, 0xFF, 0xFE])
+        entry.features = None if i % 5 == 0 else (entry.priority, float(i))
+    return rows
+
+
+def drain_entries(f, now=0.0):
+    out = []
+    while (popped := f.pop(now)) is not None:
+        out.append(popped[1])
+        f.release(popped[0], now)
+    return out
+
+
+def same(a, b):
+    return (a.priority, a.url, a.payload, a.features, a.version) == (b.priority, b.url, b.payload, b.features, b.version)
+
+
+def test_packed_entries_go_cold_and_come_back_equal_in_exact_global_order():
+    f = Frontier(codec=BytesCodec())
+    rows = packable(["a.example", "b.example", "c.example"], 700, ties=True, keep_every=50)
+    odd = Entry(9.0, "http://elsewhere.example/caf\u00e9/\ud800", b"\xfe\xff\xfe", (1.0,), version=3)
+    for host, entry in rows + [("a.example", odd)]:
+        f.push(host, entry)
+    assert cold_share(f) > 0.8
+    assert sum(len(h.rich or ()) for h in f._hosts.values()) == len(rows) // 50  # only the declined ones
+    assert f._hosts["a.example"].queue[0][16] == 5  # packed, URL in full (not under the host's prefix)
+    expected = [odd] + [e for _, e in sorted(rows, key=lambda row: -row[1].priority)]
+    got = drain_entries(f)
+    assert len(got) == len(expected) and all(same(g, e) for g, e in zip(got, expected))
+    # packed ones are new objects; declined ones (kept as objects) the same
+    assert all((g is e) == (e.payload == b"keep") for g, e in zip(got, expected))
+
+
+def test_packed_entries_interleaved_with_pops_match_a_plain_model():
+    import random
+    rng = random.Random(4)
+    f = Frontier(codec=BytesCodec())
+    model: dict[str, list] = {"x": [], "y": []}
+    for step in range(5000):
+        host = rng.choice("xy")
+        if rng.random() < 0.65:
+            p = round(rng.random(), 3)
+            payload = b"keep" if step % 97 == 0 else bytes([step % 256, 0xFF])
+            f.push(host, Entry(p, f"http://{host}/{step}", payload, (p,)))
+            model[host].append((p, -step, f"http://{host}/{step}", payload))
+        else:
+            popped = f.pop(0.0)
+            if popped is None:
+                assert not any(model.values())
+                continue
+            h, entry = popped
+            best = max(max(q) for q in model.values() if q)
+            assert (entry.priority, entry.url, entry.payload, entry.features) == (best[0], best[2], best[3], (best[0],))
+            model[h].remove(best)
+            f.release(h, 0.0)
+    assert cold_share(f) > 0.5
+
+
+def test_packed_entries_are_rescored_with_their_features_at_the_top_and_in_the_background():
+    def rescorer(seen):
+        def rescore(entries):
+            seen.extend(entries)
+            assert all(e.payload is not None for e in entries)
+            return [-e.priority if e.features is None else e.features[0] - 1.0 for e in entries]
+        return rescore
+
+    rows = packable(["h.example"], 500, keep_every=9)
+    originals = {e.url: Entry(e.priority, e.url, e.payload, e.features, e.version) for _, e in rows}
+    f = Frontier(codec=BytesCodec())
+    for host, entry in rows:
+        f.push(host, entry)
+    f.version = 1
+    seen = []
+    order = []
+    while (popped := f.pop(0.0, rescore=rescorer(seen))) is not None:
+        order.append(popped[1])
+        f.release("h.example", 0.0)
+    assert f.rescored == 500 and sorted(e.url for e in seen) == sorted(originals)
+    assert all(e.payload == originals[e.url].payload and e.features == originals[e.url].features for e in seen)
+    assert [e.priority for e in order] == sorted(rescorer([])(list(originals.values())), reverse=True)
+    assert all(e.version == 1 and e.payload == originals[e.url].payload for e in order)
+
+    rows = packable(["a", "b"], 300, keep_every=9)
+    expected = sorted(rescorer([])([e for _, e in rows]), reverse=True)
+    originals = sorted((e.url, e.payload, e.features) for _, e in rows)
+    g = Frontier(codec=BytesCodec())
+    for host, entry in rows:
+        g.push(host, entry)
+    g.version = 1
+    seen = []
+    assert g.rescore_stale(rescorer(seen), limit=10**6) == 600 and len(seen) == 600
+    assert g.rescore_stale(rescorer(seen), limit=10**6) == 0
+    assert cold_share(g) > 0.8 and sum(len(h.rich or ()) for h in g._hosts.values()) == 600 // 9 + 1
+    drained = drain_entries(g)
+    assert [e.priority for e in drained] == expected
+    assert sorted((e.url, e.payload, e.features) for e in drained) == originals
+
+
+def test_packed_entries_prune_drop_and_pickle_with_their_codec():
+    rows = packable(["a", "b", "c"], 400, ties=True, keep_every=7)
+    f = Frontier(codec=BytesCodec())
+    for host, entry in rows:
+        f.push(host, entry)
+    ranked = [e for _, e in sorted(rows, key=lambda row: -row[1].priority)]
+    assert sorted((e.url, e.payload, e.features) for _, e in f.entries()) == sorted(
+        (e.url, e.payload, e.features) for e in ranked)
+    f.capacity = 150
+    pruned = f.prune()
+    assert sorted((e.priority, e.url, e.payload, e.features) for e in pruned) == sorted(
+        (e.priority, e.url, e.payload, e.features) for e in ranked[150:])
+    assert len(f) == 150
+
+    g = pickle.loads(pickle.dumps(f))
+    assert isinstance(g.codec, BytesCodec) and cold_share(g) > 0.5
+    drained = drain_entries(g)
+    assert [d.priority for d in drained] == [e.priority for e in ranked[:150]]
+    for host in "abc":  # equal priorities keep their order within a host
+        mine = [e for e in ranked[:150] if e.url.startswith(f"https://{host}/")]
+        got = [d for d in drained if d.url.startswith(f"https://{host}/")]
+        assert len(got) == len(mine) and all(same(d, e) for d, e in zip(got, mine))
+
+    dropped = f.drop_host("b")
+    kept = [e for e in ranked[:150] if e.url.startswith("https://b/")]
+    assert sorted((e.url, e.payload, e.features) for e in dropped) == sorted((e.url, e.payload, e.features) for e in kept)
+    assert f.host_size("b") == 0 and not f._hosts["b"].rich
+
+
+def test_a_packed_entry_requeued_goes_back_as_its_record_without_packing_again():
+    class Counting(BytesCodec):
+        packed = 0
+
+        def pack(self, entry):
+            Counting.packed += 1
+            return super().pack(entry)
+
+    f = Frontier(codec=Counting())
+    for host, entry in packable(["a", "b"], 100):
+        f.push(host, entry)
+    assert Counting.packed == 200
+    host, entry = f.pop(0.0)
+    first = (entry.url, entry.payload, entry.features)
+    entry.priority = -1.0  # priority and version as they are at requeue
+    f.requeue(host, entry)
+    f.release(host, 0.0)
+    assert Counting.packed == 200 and len(f) == 200
+    host2, other = f.pop(0.0)
+    f.requeue(host2, Entry(other.priority, other.url, other.payload, other.features))  # not the popped object
+    assert Counting.packed == 201
+    f.release(host2, 0.0)
+    drained = drain_entries(f)
+    assert (drained[-1].priority, drained[-1].url, drained[-1].payload, drained[-1].features) == (-1.0, *first)
+    assert len(drained) == 200 and Counting.packed == 201

@@ -12,25 +12,32 @@ Heaps:
   whose key is not the host's ``rkey`` is stale; a host whose best changed is re-filed).
 
 Records: an entry is encoded as one ``bytes`` record, compared by ``memcmp`` in C:
-``record = order_key(priority) [8] + seq [4] + version [4] + flag [1] + url``. The order key
-sorts the best priority first, seq keeps FIFO order among equal priorities; the first 12 bytes
-(the *key*) are unique and order records. An entry with no payload and no features (*compact*)
-is stored only as its record (the URL as UTF-8, without the host's ``scheme://netloc`` prefix
-when it has it) and comes back from ``pop``/``entries``/``prune``/``drop_host`` as an equal
-``Entry`` (same priority, url, version), not the same object. An entry with a payload or
-features (*rich*) is kept as the object itself (``_Host.rich``, keyed by seq) behind a record
-with no URL, and handed back as that object.
+``record = order_key(priority) [8] + seq [4] + version [4] + flag [1] + url [+ _ESC + blob]``.
+The order key sorts the best priority first, seq keeps FIFO order among equal priorities; the
+first 12 bytes (the *key*) are unique and order records. An entry with no payload and no features
+(*compact*) is stored only as its record (the URL as UTF-8, without the host's ``scheme://netloc``
+prefix when it has it) and comes back from ``pop``/``entries``/``prune``/``drop_host`` as an
+equal ``Entry`` (same priority, url, version), not the same object. An entry with a payload or
+features is *packed* when the frontier has a ``codec`` that packs it: a compact record followed by
+``_ESC`` and the codec's bytes (escaped so that they hold no ``_SEP``; the ``_PACKED`` flag bit
+says so), which goes cold like any compact record and comes back as an equal ``Entry`` whose
+payload and features the codec unpacked (new objects; one just popped and ``requeue``d goes back
+as its record, not packed again). Otherwise (no codec, or the codec declines it) such an entry is
+*rich*: kept as the object itself (``_Host.rich``, keyed by seq) behind a record with no URL, and
+handed back as that object. A crawler's entry costs ~2.5 KB as objects (a request, its meta, a
+feature vector), a few hundred bytes packed (less once deflated in a cold run).
 
 Host queue = a small *hot* heap plus *cold* sorted runs. A ``bytes`` object costs ~50 bytes
 over its content (~110 bytes a compact record, with its heap slot), so 10^7 records as objects
 would not fit in 1 GiB. Only the hot heap (``_Host.queue``) holds records as objects: every rich
-record, and the host's best compact ones. When a push takes it past ``_HOT_MAX`` compact
-records (or 1/32 of the host's cold records, if more), all but the best ``_HOT_KEEP`` compact
-ones *spill* to a new cold run (``_Run``): sorted, cut into blocks of ``_BLOCK`` records, each
-block zlib-deflated (~40 bytes a record) behind its first record's key in clear, so a run's head
-is compared without inflating anything. Runs are merged LSM-style (the newest two while the
-older is no bigger), so a host has few runs; spills that grow with the host keep the number of
-times a record is rewritten bounded (~7 at 10^6 records in one host) instead of log2(n).
+record, and the host's best compact ones (packed ones are compact here). When a push takes it
+past ``_HOT_MAX`` compact records (or 1/32 of the host's cold records, if more), all but the best
+``_HOT_KEEP`` compact ones *spill* to a new cold run (``_Run``): sorted, cut into blocks of
+``_BLOCK`` records, each block zlib-deflated (~40 bytes a plain record) behind its first record's
+key in clear, so a run's head is compared without inflating anything. Runs are merged LSM-style
+(the newest two while the older is no bigger), so a host has few runs; spills that grow with the
+host keep the number of times a record is rewritten bounded (~7 at 10^6 records in one host)
+instead of log2(n).
 
 Invariant: the hot heap holds the host's best record (``queue[0]`` is no worse than any run's
 head). When a pop breaks it, the best cold record moves to the hot heap: one record, from the
@@ -44,7 +51,9 @@ Re-scoring is lazy: every entry carries the scorer ``version`` it was scored und
 ``version`` moves on, stale entries are re-scored as they reach the top of their host queue
 (cold ones once they are back in the hot heap) and in bounded background batches
 (``rescore_stale``: whole hosts, hot and cold, skipping runs known to be fresh), never by a full
-scan on the hot path.
+scan on the hot path. The rescorer gets entries with their payload and features (packed ones
+unpacked, a bounded batch at a time); a re-scored record keeps its URL and blob, only its header
+is new, so nothing is packed again.
 """
 
 from __future__ import annotations
@@ -54,17 +63,31 @@ import struct
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 # rescore(entries) -> new priorities, one per entry
 Rescorer = Callable[[list["Entry"]], list[float]]
+
+
+class Codec(Protocol):
+    """Turns what an entry carries (payload, features) into bytes and back, so that the frontier
+    stores the entry as a packed record, which can go cold, rather than as live objects."""
+
+    def pack(self, entry: Entry) -> bytes | None:
+        """The entry's payload and features as bytes; None keeps the entry as an object."""
+
+    def unpack(self, url: str, blob: bytes) -> tuple[Any, Any]:
+        """(payload, features), new objects equal to those ``pack`` was given."""
+
 
 _HEAD = struct.Struct(">QIi")  # order key, seq, version
 _KEY = 12  # bytes of a record that order it (order key + seq)
 _FLAG = 16
 _HEADER = 17  # record bytes before the URL
-_PREFIXED, _FULL, _RICH = 0, 1, 2
+# flag: the URL without the host's prefix or in full; a rich entry; a packed one (a bit: 4 or 5)
+_PREFIXED, _FULL, _RICH, _PACKED = 0, 1, 2, 4
 _VERSION = struct.Struct(">i")  # record[_KEY:_FLAG]
+_FLAGS = [bytes((flag,)) for flag in range(_PACKED + _FULL + 1)]
 _D = struct.Struct(">d")
 _Q = struct.Struct(">Q")
 _MAX = (1 << 64) - 1
@@ -77,6 +100,21 @@ _HOT_MAX = 40  # compact records in the hot heap that make a push spill (at leas
 _BLOCK = 16  # records per deflated block (at most 255: a one-byte count)
 _ZLEVEL = 1  # level 6 saves ~2% of the bytes for ~20% more time
 _SEP = b"\xff"  # never in UTF-8 (nor in surrogatepass output): separates a block's URLs
+_ESC = b"\xfe"  # never in UTF-8 either: ends a packed record's URL, escapes _ESC and _SEP in its blob
+_RESCORE_BATCH = 1024  # entries unpacked at a time by background re-scoring (bounds the memory)
+
+
+def _escape(blob: bytes) -> bytes:
+    return blob.replace(b"\xfe", b"\xfe\x00").replace(b"\xff", b"\xfe\x01")
+
+
+def _unescape(raw: bytes) -> bytes:
+    return raw.replace(b"\xfe\x01", b"\xff").replace(b"\xfe\x00", b"\xfe")
+
+
+def _restamp(record: bytes, priority: float, seq: int, version: int) -> bytes:
+    """``record`` under a new header: its URL (and blob) as they are, nothing decoded."""
+    return _HEAD.pack(_order_key(priority), seq, version) + record[_FLAG:]
 
 
 def _order_key(priority: float) -> int:
@@ -185,7 +223,7 @@ class Entry:
 
 class _Host:
     __slots__ = ("name", "queue", "rich", "prefix", "runs", "cold", "cold_head",
-                 "ready_at", "busy", "in_ready", "rkey", "wkey")
+                 "ready_at", "busy", "in_ready", "rkey", "wkey", "lent")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -200,6 +238,7 @@ class _Host:
         self.in_ready = False
         self.rkey: bytes | None = None  # key of the live item in the ready heap
         self.wkey: float | None = None  # ready_at of the live item in the waiting heap
+        self.lent: tuple[Entry, bytes] | None = None  # a packed entry popped, and its record
 
     def size(self) -> int:
         return len(self.queue) + self.cold
@@ -304,37 +343,57 @@ class _Host:
             self.runs = self.cold_head = None
 
     # --- records <-> entries --------------------------------------------------------------------
-    def encode(self, entry: Entry, seq: int) -> bytes:
+    def encode(self, entry: Entry, seq: int, codec: Codec | None) -> bytes:
         head = _HEAD.pack(_order_key(entry.priority), seq, entry.version)
+        packed = b""
         if entry.payload is not None or entry.features is not None:
-            if self.rich is None:
-                self.rich = {}
-            self.rich[seq] = entry
-            return head + b"\x02"
+            blob = codec.pack(entry) if codec is not None else None
+            if blob is None:
+                return self.keep(entry, seq, head)
+            packed = _ESC + _escape(blob)
         url = entry.url
         prefix = self.prefix
         if prefix is None:
             cut = url.find("/", url.find("://") + 3) if "://" in url else -1
             prefix = self.prefix = sys.intern(url[:cut] if cut > 0 else url)
         if url.startswith(prefix):
-            return head + b"\x00" + url[len(prefix):].encode("utf-8", "surrogatepass")
-        return head + b"\x01" + url.encode("utf-8", "surrogatepass")
+            flag, url = _PREFIXED, url[len(prefix):]
+        else:
+            flag = _FULL
+        if packed:
+            flag |= _PACKED
+        return head + _FLAGS[flag] + url.encode("utf-8", "surrogatepass") + packed
 
-    def decode(self, record: bytes, forget: bool = False) -> Entry:
+    def keep(self, entry: Entry, seq: int, head: bytes) -> bytes:
+        """Keep ``entry`` as an object: its record (``head`` and the rich flag) has no URL."""
+        if self.rich is None:
+            self.rich = {}
+        self.rich[seq] = entry
+        return head + _FLAGS[_RICH]
+
+    def decode(self, record: bytes, codec: Codec | None, forget: bool = False) -> Entry:
         key, seq, version = _HEAD.unpack_from(record)
         flag = record[_FLAG]
         if flag == _RICH:
             return self.rich.pop(seq) if forget else self.rich[seq]
-        url = record[_HEADER:].decode("utf-8", "surrogatepass")
-        return Entry(_priority(key), self.prefix + url if flag == _PREFIXED else url, None, None, version)
+        tail, blob = record[_HEADER:], None
+        if flag & _PACKED:
+            cut = tail.index(_ESC)
+            tail, blob = tail[:cut], _unescape(tail[cut + 1:])
+        url = tail.decode("utf-8", "surrogatepass")
+        if not flag & _FULL:
+            url = self.prefix + url
+        payload, features = (None, None) if blob is None else codec.unpack(url, blob)
+        return Entry(_priority(key), url, payload, features, version)
 
 
 class Frontier:
-    def __init__(self, capacity: int = 1_000_000, prune_slack: float = 0.05):
+    def __init__(self, capacity: int = 1_000_000, prune_slack: float = 0.05, codec: Codec | None = None):
         if capacity < 1:
             raise ValueError("frontier capacity must be at least 1")
         self.capacity = capacity
         self.prune_slack = prune_slack
+        self.codec = codec  # packs entries with a payload or features (None: they stay objects)
         self.version = 0
         self._hosts: dict[str, _Host] = {}
         self._waiting: list[tuple[float, str]] = []
@@ -356,8 +415,9 @@ class Frontier:
             h = self._hosts[host] = _Host(host)
         return h
 
-    def _add(self, h: _Host, entry: Entry) -> bytes:
-        record = h.encode(entry, self._next_seq())
+    def _add(self, h: _Host, entry: Entry, record: bytes | None = None) -> bytes:
+        if record is None:
+            record = h.encode(entry, self._next_seq(), self.codec)
         h.push(record)
         self._size += 1
         return record
@@ -441,7 +501,9 @@ class Frontier:
                 # stale key: re-file the host under its true best and look again
                 self._file_ready(h)
                 continue
-            entry = h.decode(h.pop(), forget=True)
+            record = h.pop()
+            entry = h.decode(record, self.codec, forget=True)
+            h.lent = (entry, record) if record[_FLAG] & _PACKED else None
             self._size -= 1
             h.busy = True
             h.in_ready = False
@@ -449,9 +511,19 @@ class Frontier:
             return host, entry
         return None
 
-    def _rescored_record(self, h: _Host, entry: Entry, priority: float) -> bytes:
-        entry.priority, entry.version = priority, self.version
-        return h.encode(entry, self._next_seq())
+    def _rescored(self, h: _Host, records: list[bytes], rescore: Rescorer) -> list[bytes]:
+        """The records (taken out of ``h``) re-scored under the current version: new headers, the
+        same URLs and blobs (a rich entry is kept again, with its new priority and version)."""
+        entries = [h.decode(r, self.codec, forget=True) for r in records]
+        version, out = self.version, []
+        for record, entry, priority in zip(records, entries, rescore(entries)):
+            entry.priority, entry.version = priority, version
+            seq = self._next_seq()
+            if record[_FLAG] == _RICH:
+                out.append(h.keep(entry, seq, _HEAD.pack(_order_key(priority), seq, version)))
+            else:
+                out.append(_restamp(record, priority, seq, version))
+        return out
 
     def _refresh_top(self, h: _Host, rescore: Rescorer, budget: int) -> None:
         """Re-score stale entries at the top of a host queue until the top is fresh."""
@@ -459,9 +531,9 @@ class Frontier:
         while budget > 0 and h.queue and h.top_version() != version:
             batch = []
             while h.queue and h.top_version() != version and len(batch) < min(budget, 32):
-                batch.append(h.decode(h.pop(), forget=True))
-            for entry, priority in zip(batch, rescore(batch)):
-                h.push(self._rescored_record(h, entry, priority))
+                batch.append(h.pop())
+            for record in self._rescored(h, batch, rescore):
+                h.push(record)
             budget -= len(batch)
             self.rescored += len(batch)
 
@@ -480,13 +552,12 @@ class Frontier:
             h = self._hosts[name]
             if not h.has_stale(version):
                 continue
-            fresh, stale_records = [], []
+            fresh, stale = [], []
             for r in h.records():
-                (fresh if r[_KEY:_FLAG] == version else stale_records).append(r)
-            stale = [h.decode(r, forget=True) for r in stale_records]
-            priorities = rescore(stale)
+                (fresh if r[_KEY:_FLAG] == version else stale).append(r)
+            for start in range(0, len(stale), _RESCORE_BATCH):
+                fresh += self._rescored(h, stale[start:start + _RESCORE_BATCH], rescore)
             h.clear()
-            fresh += [self._rescored_record(h, entry, priority) for entry, priority in zip(stale, priorities)]
             h.load(fresh)
             done += len(stale)
             if h.in_ready and not h.busy:
@@ -497,9 +568,13 @@ class Frontier:
 
     # --- host state ---------------------------------------------------------------------------
     def requeue(self, host: str, entry: Entry) -> None:
-        """Put back an entry that was popped but not fetched (the host stays busy)."""
+        """Put back an entry that was popped but not fetched (the host stays busy). The packed
+        entry last popped from the host goes back as its record, not packed again: with its
+        priority and version as they are now, its payload and features as they were popped."""
         h = self._host(host)
-        self._add(h, entry)
+        lent, h.lent = h.lent, None
+        same = lent is not None and lent[0] is entry
+        self._add(h, entry, _restamp(lent[1], entry.priority, self._next_seq(), entry.version) if same else None)
         if h.in_ready and not h.busy:
             self._schedule(h)
 
@@ -514,6 +589,7 @@ class Frontier:
         h.busy = False
         h.in_ready = False
         h.rkey = None
+        h.lent = None
         h.ready_at = max(h.ready_at, ready_at)
         self._schedule(h)
 
@@ -602,7 +678,7 @@ class Frontier:
         h = self._hosts.get(host)
         if h is None:
             return []
-        entries = [h.decode(r) for r in h.records()]
+        entries = [h.decode(r, self.codec) for r in h.records()]
         h.clear()
         h.rich = None
         h.in_ready = False
@@ -626,7 +702,7 @@ class Frontier:
         out = []
         for name, keys in removed.items():
             h = self._hosts[name]
-            out += [h.decode(r, forget=True) for r in h.drop(keys)]
+            out += [h.decode(r, self.codec, forget=True) for r in h.drop(keys)]
             if h.in_ready and not h.busy:
                 self._schedule(h)
         self._size -= len(out)
@@ -637,20 +713,21 @@ class Frontier:
     def entries(self) -> Iterable[tuple[str, Entry]]:
         for name, h in self._hosts.items():
             for record in h.records():
-                yield name, h.decode(record)
+                yield name, h.decode(record, self.codec)
 
     def __getstate__(self):
         # each host's entries best first: re-encoded in this order, equal priorities keep their order
-        hosts = {name: ([h.decode(r) for r in sorted(h.records())], h.ready_at) for name, h in self._hosts.items()}
-        return {"capacity": self.capacity, "prune_slack": self.prune_slack, "version": self.version,
-                "hosts": hosts, "pruned": self.pruned, "rescored": self.rescored}
+        hosts = {name: ([h.decode(r, self.codec) for r in sorted(h.records())], h.ready_at)
+                 for name, h in self._hosts.items()}
+        return {"capacity": self.capacity, "prune_slack": self.prune_slack, "codec": self.codec,
+                "version": self.version, "hosts": hosts, "pruned": self.pruned, "rescored": self.rescored}
 
     def __setstate__(self, state):
-        self.__init__(state["capacity"], state["prune_slack"])
+        self.__init__(state["capacity"], state["prune_slack"], state.get("codec"))
         self.version, self.pruned, self.rescored = state["version"], state["pruned"], state["rescored"]
         for name, (entries, ready_at) in state["hosts"].items():
             h = self._host(name)
             h.ready_at = ready_at
-            h.load([h.encode(e, self._next_seq()) for e in entries])
+            h.load([h.encode(e, self._next_seq(), self.codec) for e in entries])
             self._size += len(entries)
             self._schedule(h)

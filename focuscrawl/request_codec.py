@@ -1,0 +1,104 @@
+"""RequestCodec: the scheduler's frontier entries (a Request and its feature vector) as bytes.
+
+With it the frontier stores a queued URL as one packed record (a few hundred bytes, less once
+deflated in a cold run) instead of a live Request, its meta dicts and two numpy arrays (~2.5 KB),
+and hands back an equal Request and vector when the entry leaves (see
+``focuscrawl.frontier.mercator``).
+
+Blob = feature count (uint16, ``_NO_FEATURES`` for None) + int32 indices + float32 values + one
+pickled tuple for the Request, in the spider-independent form of spills and checkpoints
+(``Request.to_dict(spider=...)``): the fields a crawl's requests differ in, the other fields only
+where they are not the default, no URL when it is the entry's (canonical) one, and the spider's
+usual meta (``depth`` + ``focus_link``) as values only (~90 bytes less than a pickled dict).
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from scrapy import Request
+
+from focuscrawl.frontier.mercator import Entry
+
+_COUNT = struct.Struct("<H")
+_NO_FEATURES = 0xFFFF
+_ROW = ("url", "callback", "errback", "meta", "priority", "dont_filter")  # in the pickled tuple, in this order
+_DEFAULTS = {k: v for k, v in Request("http://localhost/").to_dict().items() if k not in _ROW}
+_MISSING = object()
+#: the meta of the spider's links (focuscrawl.spiders.focused), packed as values in this order
+_LINK_KEYS = ("anchor", "context", "parent_url", "parent_score", "hops", "link_score")
+_LINK_SET = frozenset(_LINK_KEYS)
+
+
+class RequestCodec:
+    """``pack``/``unpack`` for the frontier. ``to_dict``/``from_dict`` are the scheduler's
+    spider-aware conversions. An entry that cannot be packed (a robots.txt request, whose callbacks
+    are the scheduler's, unpicklable meta, features that are not an int32/float32 vector) is left
+    to the frontier as an object."""
+
+    def __init__(self, to_dict: Callable[[Request], dict], from_dict: Callable[[dict], Request]):
+        self.to_dict = to_dict
+        self.from_dict = from_dict
+
+    def pack(self, entry: Entry) -> bytes | None:
+        vector = _pack_features(entry.features)
+        if vector is None or not isinstance(entry.payload, Request):
+            return None
+        try:
+            d = self.to_dict(entry.payload)
+            extras = {k: v for k, v in d.items() if k not in _ROW and _DEFAULTS.get(k, _MISSING) != v}
+            row = (None if d["url"] == entry.url else d["url"], d["callback"], d["errback"], _pack_meta(d["meta"]),
+                   d["priority"], d["dont_filter"], extras or None)
+            return vector + pickle.dumps(row, protocol=5)
+        except Exception:  # noqa: BLE001 - whatever cannot be packed stays an object in the frontier
+            return None
+
+    def unpack(self, url: str, blob: bytes) -> tuple[Request, Any]:
+        features, end = _unpack_features(blob)
+        row_url, callback, errback, meta, priority, dont_filter, extras = pickle.loads(memoryview(blob)[end:])
+        d = {"url": url if row_url is None else row_url, "callback": callback, "errback": errback, "meta": _unpack_meta(meta),
+             "priority": priority, "dont_filter": dont_filter, **(extras or {})}
+        return self.from_dict(d), features
+
+
+def _pack_features(features) -> bytes | None:
+    if features is None:
+        return _COUNT.pack(_NO_FEATURES)
+    if not (isinstance(features, tuple) and len(features) == 2):
+        return None
+    idx, val = features
+    if not (isinstance(idx, np.ndarray) and isinstance(val, np.ndarray) and idx.dtype == np.int32
+            and val.dtype == np.float32 and idx.ndim == val.ndim == 1 and len(idx) == len(val) < _NO_FEATURES):
+        return None
+    return _COUNT.pack(len(idx)) + idx.tobytes() + val.tobytes()
+
+
+def _unpack_features(blob: bytes) -> tuple[Any, int]:
+    """The features (new arrays that own their memory) and where the Request's bytes start."""
+    (n,) = _COUNT.unpack_from(blob)
+    if n == _NO_FEATURES:
+        return None, _COUNT.size
+    start = _COUNT.size
+    idx = np.frombuffer(blob, np.int32, n, start).copy()
+    val = np.frombuffer(blob, np.float32, n, start + 4 * n).copy()
+    return (idx, val), start + 8 * n
+
+
+def _pack_meta(meta: dict) -> tuple | dict:
+    """The spider's link meta ``{depth, focus_link: {_LINK_KEYS}}`` as a tuple of values; other
+    meta as it is (a dict, so the two never mix up)."""
+    link = meta.get("focus_link")
+    if len(meta) == 2 and "depth" in meta and type(link) is dict and link.keys() == _LINK_SET:
+        return (meta["depth"], *[link[k] for k in _LINK_KEYS])
+    return meta
+
+
+def _unpack_meta(meta: tuple | dict) -> dict:
+    if type(meta) is tuple:
+        return {"depth": meta[0], "focus_link": dict(zip(_LINK_KEYS, meta[1:]))}
+    return meta
+

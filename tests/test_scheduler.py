@@ -1,0 +1,133 @@
+"""FocusScheduler's frontier holds packed requests (RequestCodec): few live objects, cold runs for
+deep hosts, and the requests that leave equal the ones that came in."""
+
+import numpy as np
+from scrapy import Request, Spider
+from scrapy.utils.test import get_crawler
+
+from focuscrawl.learning import link_context, link_features
+from focuscrawl.scheduler import FocusScheduler
+from focuscrawl.urls import canonicalize
+
+#: meta keys the scheduler adds when it releases a request
+RELEASE_KEYS = {"download_slot", "focus_host", "focus_priority", "focus_features", "focus_explain"}
+
+
+class LinkSpider(Spider):
+    name = "links"
+
+    def parse(self, response):
+        return None
+
+    def parse_other(self, response):
+        return None
+
+    def fetch_failed(self, failure):
+        return None
+
+
+def make_scheduler(**settings):
+    settings = {"ROBOTSTXT_OBEY": False, "FOCUS_PATIENCE": 0, "FOCUS_FRONTIER_PACK": True, **settings}
+    crawler = get_crawler(LinkSpider, settings)
+    scheduler = FocusScheduler(crawler)
+    scheduler.spider = LinkSpider()  # what open() sets (open() needs a running engine)
+    scheduler._schedule_wakeup = lambda soon=False: None  # no reactor in these tests
+    return scheduler
+
+
+def link_requests(spider, count):
+    """Requests as the spider yields them, and a few odd ones: other callbacks, no errback, seed
+    and extra meta, a non-canonical URL, headers, cookies and cb_kwargs, dont_filter, priorities."""
+    out = []
+    for i in range(count):
+        host = f"h{i % 3}.test"
+        url = f"http://{host}/section-{i % 7}/page-{i}.html"
+        meta = {"depth": i % 5, "focus_link": {
+            "anchor": f"anchor words {i}", "context": "text around the link " * (i % 3), "parent_url": f"http://{host}/",
+            "parent_score": (i % 10) / 10, "hops": i % 4, "link_score": round((i % 13) / 13, 4)}}
+        kwargs = {"callback": spider.parse, "errback": spider.fetch_failed, "meta": meta}
+        if i % 11 == 0:
+            kwargs.update(callback=spider.parse_other, errback=None, priority=i % 4, dont_filter=True)
+        if i % 13 == 0:
+            kwargs["meta"] = {"depth": 0, "focus_link": {"anchor": "", "hops": 0}}
+        if i % 17 == 0:
+            meta["redirect_times"] = 1
+            meta["redirect_urls"] = [f"http://{host}/moved-{i}"]
+        if i % 19 == 0:
+            url = f"http://{host}/search?q={i}&a=1"  # canonical form sorts the query
+        if i % 23 == 0:
+            kwargs.update(headers={"X-Test": str(i)}, cookies={"c": str(i)}, cb_kwargs={"n": i})
+        out.append(Request(url, **kwargs))
+    return out
+
+
+def fields(request):
+    return (request.url, request.callback, request.errback, request.priority, request.dont_filter,
+            dict(request.headers), request.cookies, request.cb_kwargs, request.method,
+            {k: v for k, v in request.meta.items() if k not in RELEASE_KEYS})
+
+
+def release_all(scheduler):
+    out = []
+    while (request := scheduler.next_request()) is not None:
+        out.append(request)
+        host = request.meta["focus_host"]
+        del scheduler.inflight[host]
+        scheduler.frontier.release(host, 0.0)
+    return out
+
+
+def test_queued_requests_are_packed_records_and_leave_equal():
+    scheduler = make_scheduler()
+    spider = scheduler.spider
+    requests = link_requests(spider, 600)
+    for request in requests:
+        assert scheduler.enqueue_request(request)
+    robots = Request("http://h0.test/robots.txt", callback=scheduler._robots_fetched, dont_filter=True,
+                     meta={"focus_robots_for": "h0.test"})
+    scheduler.enqueue_request(robots)
+    hosts = scheduler.frontier._hosts.values()
+    assert sum(len(h.rich or ()) for h in hosts) == 1  # only the robots.txt request is kept as an object
+    assert sum(h.cold for h in hosts) > 400  # 200 URLs a host: most in deflated runs
+
+    released = release_all(scheduler)
+    assert released[0] is robots  # first in its host's queue, handed back as itself
+    by_url = {r.url: r for r in requests}
+    assert sorted(r.url for r in released[1:]) == sorted(by_url)
+    for request in released[1:]:
+        original = by_url[request.url]
+        assert request is not original and fields(request) == fields(original)
+        canonical = canonicalize(original.url)
+        idx, val = request.meta["focus_features"]
+        expected = scheduler.learner.vectorise(link_features(link_context(canonical, original.meta)))
+        assert np.array_equal(idx, expected[0]) and np.array_equal(val, expected[1])
+        assert idx.dtype == np.int32 and val.dtype == np.float32 and idx.flags.writeable
+
+
+def test_rescoring_and_requeue_keep_packed_requests_whole():
+    scheduler = make_scheduler()
+    requests = link_requests(scheduler.spider, 300)
+    for request in requests:
+        scheduler.enqueue_request(request)
+    frontier = scheduler.frontier
+    frontier.version += 1  # the learner moved on: every entry is stale
+    assert frontier.rescore_stale(scheduler._rescore, limit=10**6) == 300
+    host, entry = frontier.pop(0.0, rescore=scheduler._rescore)
+    frontier.requeue(host, entry)  # e.g. held back for politeness per IP: back as its record
+    frontier.release(host, 0.0)
+    released = release_all(scheduler)
+    by_url = {r.url: r for r in requests}
+    assert sorted(r.url for r in released) == sorted(by_url)
+    assert all(fields(r) == fields(by_url[r.url]) for r in released)
+
+
+def test_packing_is_off_by_default_and_then_the_frontier_holds_the_objects():
+    crawler = get_crawler(LinkSpider, {"ROBOTSTXT_OBEY": False, "FOCUS_PATIENCE": 0})
+    assert FocusScheduler(crawler).frontier.codec is None
+    scheduler = make_scheduler(FOCUS_FRONTIER_PACK=False)
+    assert scheduler.frontier.codec is None
+    requests = link_requests(scheduler.spider, 60)
+    for request in requests:
+        scheduler.enqueue_request(request)
+    assert sum(len(h.rich or ()) for h in scheduler.frontier._hosts.values()) == 60
+    assert sorted(map(id, release_all(scheduler))) == sorted(map(id, requests))  # the same objects
