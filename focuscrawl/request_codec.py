@@ -5,11 +5,13 @@ deflated in a cold run) instead of a live Request, its meta dicts and two numpy 
 and hands back an equal Request and vector when the entry leaves (see
 ``focuscrawl.frontier.mercator``).
 
-Blob = feature count (uint16, ``_NO_FEATURES`` for None) + int32 indices + float32 values + one
-pickled tuple for the Request, in the spider-independent form of spills and checkpoints
+Blob = feature count (uint16, ``_NO_FEATURES`` for None) + int32 indices + float32 values + the
+canonical parent URL (uint16 length, ``_NO_PARENT`` for a seed, UTF-8) + one pickled tuple for
+the Request, in the spider-independent form of spills and checkpoints
 (``Request.to_dict(spider=...)``): the fields a crawl's requests differ in, the other fields only
 where they are not the default, no URL when it is the entry's (canonical) one, and the spider's
 usual meta (``depth`` + ``focus_link``) as values only (~90 bytes less than a pickled dict).
+Re-scoring reads only the features and the parent (``preview``): no Request is rebuilt for it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import pickle
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scrapy import Request
@@ -26,6 +28,7 @@ from focuscrawl.frontier.mercator import Entry
 
 _COUNT = struct.Struct("<H")
 _NO_FEATURES = 0xFFFF
+_NO_PARENT = 0xFFFF
 _ROW = ("url", "callback", "errback", "meta", "priority", "dont_filter")  # in the pickled tuple, in this order
 _DEFAULTS = {k: v for k, v in Request("http://localhost/").to_dict().items() if k not in _ROW}
 _MISSING = object()
@@ -40,9 +43,11 @@ class RequestCodec:
     are the scheduler's, unpicklable meta, features that are not an int32/float32 vector) is left
     to the frontier as an object."""
 
-    def __init__(self, to_dict: Callable[[Request], dict], from_dict: Callable[[dict], Request]):
+    def __init__(self, to_dict: Callable[[Request], dict], from_dict: Callable[[dict], Request],
+                 parent_of: Callable[[Request], str | None]):
         self.to_dict = to_dict
         self.from_dict = from_dict
+        self.parent_of = parent_of  # the canonical URL of the page the request's link was on
 
     def pack(self, entry: Entry) -> bytes | None:
         vector = _pack_features(entry.features)
@@ -53,16 +58,42 @@ class RequestCodec:
             extras = {k: v for k, v in d.items() if k not in _ROW and _DEFAULTS.get(k, _MISSING) != v}
             row = (None if d["url"] == entry.url else d["url"], d["callback"], d["errback"], _pack_meta(d["meta"]),
                    d["priority"], d["dont_filter"], extras or None)
-            return vector + pickle.dumps(row, protocol=5)
+            parent = self.parent_of(entry.payload)
+            parent_bytes = b"" if parent is None else parent.encode("utf-8", "surrogatepass")
+            if len(parent_bytes) >= _NO_PARENT:
+                return None
+            head = _COUNT.pack(_NO_PARENT if parent is None else len(parent_bytes)) + parent_bytes
+            return vector + head + pickle.dumps(row, protocol=5)
         except Exception:  # noqa: BLE001 - whatever cannot be packed stays an object in the frontier
             return None
 
+    def preview(self, url: str, blob: bytes) -> tuple[LinkPreview, Any]:
+        """What re-scoring reads, without rebuilding the Request: ``(LinkPreview(parent), features)``."""
+        features, end = _unpack_features(blob)
+        parent, _ = _unpack_parent(blob, end)
+        return LinkPreview(parent), features
+
     def unpack(self, url: str, blob: bytes) -> tuple[Request, Any]:
         features, end = _unpack_features(blob)
+        _, end = _unpack_parent(blob, end)
         row_url, callback, errback, meta, priority, dont_filter, extras = pickle.loads(memoryview(blob)[end:])
         d = {"url": url if row_url is None else row_url, "callback": callback, "errback": errback, "meta": _unpack_meta(meta),
              "priority": priority, "dont_filter": dont_filter, **(extras or {})}
         return self.from_dict(d), features
+
+
+class LinkPreview(NamedTuple):
+    """A packed entry as re-scoring sees it: the canonical URL of the page its link was on."""
+
+    parent: str | None
+
+
+def _unpack_parent(blob: bytes, start: int) -> tuple[str | None, int]:
+    (n,) = _COUNT.unpack_from(blob, start)
+    start += _COUNT.size
+    if n == _NO_PARENT:
+        return None, start
+    return bytes(blob[start:start + n]).decode("utf-8", "surrogatepass"), start + n
 
 
 def _pack_features(features) -> bytes | None:

@@ -29,7 +29,7 @@ from focuscrawl.jobdir import JobDir, JobDirError
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
 from focuscrawl.learning.learner import HUB_CAP, is_vector, page_reward
 from focuscrawl.politeness import DelayPolicy, ExclusionList, HostTiming, RobotsRules, RobotsState, TrapRules
-from focuscrawl.request_codec import RequestCodec
+from focuscrawl.request_codec import LinkPreview, RequestCodec
 from focuscrawl.urls import canonicalize, extension, host_key, robots_url
 
 logger = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ class FocusScheduler:
         for name, value in config.items():  # delays, traps, exclusion, budget, ... (see read_settings)
             setattr(self, name, value)
         # packed entries: a few hundred bytes a queued URL instead of a live Request and vector
-        codec = RequestCodec(self._request_dict, self._request_from_dict) if self.frontier_pack else None
+        codec = RequestCodec(self._request_dict, self._request_from_dict, _parent) if self.frontier_pack else None
         self.frontier = Frontier(capacity=self.frontier_capacity, codec=codec)
         self.seen = SeenSet()
         self.robots: dict[str, RobotsRules] = {}
@@ -358,8 +358,10 @@ class FocusScheduler:
         )
 
     def _rescore(self, entries: list[Entry]) -> list[float]:
+        """New priorities; a packed entry comes as a LinkPreview (its parent), not a Request."""
         links = [e for e in entries if e.features is not None]
-        scores = iter(self.learner.score_many([(e.features, e.url, _parent(e.payload)) for e in links]))
+        parents = [e.payload.parent if isinstance(e.payload, LinkPreview) else _parent(e.payload) for e in links]
+        scores = iter(self.learner.score_many([(e.features, e.url, p) for e, p in zip(links, parents)]))
         return [ROBOTS_PRIORITY if e.features is None else next(scores) for e in entries]
 
     def _schedule_wakeup(self, soon: bool = False) -> None:

@@ -121,6 +121,23 @@ def test_rescoring_and_requeue_keep_packed_requests_whole():
     assert all(fields(r) == fields(by_url[r.url]) for r in released)
 
 
+def test_rescoring_packed_entries_reads_no_request_and_gives_the_same_priorities():
+    packed, plain = make_scheduler(), make_scheduler(FOCUS_FRONTIER_PACK=False)
+    rebuilt = []
+    from_dict = packed.frontier.codec.from_dict
+    packed.frontier.codec.from_dict = lambda d: rebuilt.append(d) or from_dict(d)
+    for scheduler in (packed, plain):
+        for request in link_requests(scheduler.spider, 120):
+            scheduler.enqueue_request(request)
+        # the learner learns: the yield of h0.test and of the links found on its home page move
+        scheduler.learner.observe("http://h0.test/section-1/page-1.html", "http://h0.test/", None, 1.0, True)
+        scheduler.frontier.version += 1
+        assert scheduler.frontier.rescore_stale(scheduler._rescore, limit=10**6) == 120
+    assert rebuilt == []  # re-scoring read features and parents only
+    priorities = [sorted((e.url, round(e.priority, 9)) for _, e in s.frontier.entries()) for s in (packed, plain)]
+    assert priorities[0] == priorities[1]
+
+
 def test_packing_is_off_by_default_and_then_the_frontier_holds_the_objects():
     crawler = get_crawler(LinkSpider, {"ROBOTSTXT_OBEY": False, "FOCUS_PATIENCE": 0})
     assert FocusScheduler(crawler).frontier.codec is None

@@ -51,9 +51,9 @@ Re-scoring is lazy: every entry carries the scorer ``version`` it was scored und
 ``version`` moves on, stale entries are re-scored as they reach the top of their host queue
 (cold ones once they are back in the hot heap) and in bounded background batches
 (``rescore_stale``: whole hosts, hot and cold, skipping runs known to be fresh), never by a full
-scan on the hot path. The rescorer gets entries with their payload and features (packed ones
-unpacked, a bounded batch at a time); a re-scored record keeps its URL and blob, only its header
-is new, so nothing is packed again.
+scan on the hot path. The rescorer gets entries with their features and payload (packed ones a
+bounded batch at a time, as the codec's ``preview`` shows them when it has one, else unpacked); a
+re-scored record keeps its URL and blob, only its header is new, so nothing is packed again.
 """
 
 from __future__ import annotations
@@ -78,6 +78,10 @@ class Codec(Protocol):
 
     def unpack(self, url: str, blob: bytes) -> tuple[Any, Any]:
         """(payload, features), new objects equal to those ``pack`` was given."""
+
+    # Optional: ``preview(url, blob) -> (payload, features)``, what the rescorer needs of an
+    # entry, cheaper than ``unpack`` (a re-scored record keeps its blob, so the payload given
+    # to the rescorer is never stored).
 
 
 _HEAD = struct.Struct(">QIi")  # order key, seq, version
@@ -371,7 +375,9 @@ class _Host:
         self.rich[seq] = entry
         return head + _FLAGS[_RICH]
 
-    def decode(self, record: bytes, codec: Codec | None, forget: bool = False) -> Entry:
+    def decode(self, record: bytes, codec: Codec | None, forget: bool = False, preview: bool = False) -> Entry:
+        """The entry of a record; ``preview``: a packed one as the codec's ``preview`` sees it
+        (for re-scoring), when the codec has one."""
         key, seq, version = _HEAD.unpack_from(record)
         flag = record[_FLAG]
         if flag == _RICH:
@@ -383,7 +389,12 @@ class _Host:
         url = tail.decode("utf-8", "surrogatepass")
         if not flag & _FULL:
             url = self.prefix + url
-        payload, features = (None, None) if blob is None else codec.unpack(url, blob)
+        if blob is None:
+            payload, features = None, None
+        elif preview and hasattr(codec, "preview"):
+            payload, features = codec.preview(url, blob)
+        else:
+            payload, features = codec.unpack(url, blob)
         return Entry(_priority(key), url, payload, features, version)
 
 
@@ -514,7 +525,7 @@ class Frontier:
     def _rescored(self, h: _Host, records: list[bytes], rescore: Rescorer) -> list[bytes]:
         """The records (taken out of ``h``) re-scored under the current version: new headers, the
         same URLs and blobs (a rich entry is kept again, with its new priority and version)."""
-        entries = [h.decode(r, self.codec, forget=True) for r in records]
+        entries = [h.decode(r, self.codec, forget=True, preview=True) for r in records]
         version, out = self.version, []
         for record, entry, priority in zip(records, entries, rescore(entries)):
             entry.priority, entry.version = priority, version
