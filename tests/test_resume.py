@@ -66,9 +66,7 @@ def _crawl_args(tmp, seeds, model, jobdir, extra=()):
     return ["crawl", "focused", "-a", f"seeds={seeds}", "-a", f"model={model}",
             "-s", f"JOBDIR={jobdir}", "-s", f"FOCUS_CHECKPOINT_SECONDS={CHECKPOINT_SECONDS}",
             "-s", f"DOWNLOAD_DELAY={DELAY}", "-s", f"FOCUS_BUDGET={BUDGET}",
-            "-s", f"FOCUS_CRAWL_LOG={tmp / 'requests.jsonl'}", "-s", "LOG_LEVEL=INFO",
-            "-s", "FOCUS_FRONTIER_PACK=True",  # the packed frontier through a kill and a resume (other crawls: off)
-            *extra]
+            "-s", f"FOCUS_CRAWL_LOG={tmp / 'requests.jsonl'}", "-s", "LOG_LEVEL=INFO", *extra]
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 deep hosts, and the requests that leave equal the ones that came in."""
 
 import numpy as np
+import pytest
 from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
@@ -27,8 +28,7 @@ class LinkSpider(Spider):
 
 
 def make_scheduler(**settings):
-    settings = {"ROBOTSTXT_OBEY": False, "FOCUS_PATIENCE": 0, "FOCUS_FRONTIER_PACK": True, **settings}
-    crawler = get_crawler(LinkSpider, settings)
+    crawler = get_crawler(LinkSpider, {"ROBOTSTXT_OBEY": False, "FOCUS_PATIENCE": 0, **settings})
     scheduler = FocusScheduler(crawler)
     scheduler.spider = LinkSpider()  # what open() sets (open() needs a running engine)
     scheduler._schedule_wakeup = lambda soon=False: None  # no reactor in these tests
@@ -138,9 +138,9 @@ def test_rescoring_packed_entries_reads_no_request_and_gives_the_same_priorities
     assert priorities[0] == priorities[1]
 
 
-def test_packing_is_off_by_default_and_then_the_frontier_holds_the_objects():
+def test_packing_is_on_by_default_and_off_the_frontier_holds_the_objects():
     crawler = get_crawler(LinkSpider, {"ROBOTSTXT_OBEY": False, "FOCUS_PATIENCE": 0})
-    assert FocusScheduler(crawler).frontier.codec is None
+    assert FocusScheduler(crawler).frontier.codec is not None
     scheduler = make_scheduler(FOCUS_FRONTIER_PACK=False)
     assert scheduler.frontier.codec is None
     requests = link_requests(scheduler.spider, 60)
@@ -148,3 +148,14 @@ def test_packing_is_off_by_default_and_then_the_frontier_holds_the_objects():
         scheduler.enqueue_request(request)
     assert sum(len(h.rich or ()) for h in scheduler.frontier._hosts.values()) == 60
     assert sorted(map(id, release_all(scheduler))) == sorted(map(id, requests))  # the same objects
+
+
+def test_request_dicts_are_those_of_scrapy():
+    """The scheduler's fast request dict (names of the spider's callbacks cached) is exactly
+    Scrapy's ``to_dict``, and whatever it cannot name goes to ``to_dict`` (which raises)."""
+    scheduler = make_scheduler()
+    for request in link_requests(scheduler.spider, 60):
+        assert scheduler._request_dict(request) == request.to_dict(spider=scheduler.spider)
+    robots = Request("http://h0.test/robots.txt", callback=scheduler._robots_fetched)
+    with pytest.raises(ValueError):
+        scheduler._request_dict(robots)
