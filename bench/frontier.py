@@ -147,12 +147,14 @@ def crawler_spider():
 
 
 def crawler_codec():
-    """The scheduler's codec, with its spider-aware Request conversions."""
-    from scrapy.utils.request import request_from_dict
+    """The codec a crawl's scheduler packs its entries with (its spider-aware conversions)."""
+    from scrapy.utils.test import get_crawler
 
-    from focuscrawl.request_codec import RequestCodec
+    from focuscrawl.scheduler import FocusScheduler
     spider = crawler_spider()
-    return RequestCodec(lambda r: r.to_dict(spider=spider), lambda d: request_from_dict(d, spider=spider))
+    scheduler = FocusScheduler(get_crawler(type(spider), {"ROBOTSTXT_OBEY": False, "FOCUS_FRONTIER_PACK": True}))
+    scheduler.spider = spider  # what open() sets
+    return scheduler.frontier.codec
 
 
 PHASE_LIMIT = 60.0  # seconds: a phase that is this slow stops early and reports its rate so far

@@ -56,9 +56,9 @@ class RequestCodec:
         try:
             d = self.to_dict(entry.payload)
             extras = {k: v for k, v in d.items() if k not in _ROW and _DEFAULTS.get(k, _MISSING) != v}
-            row = (None if d["url"] == entry.url else d["url"], d["callback"], d["errback"], _pack_meta(d["meta"]),
-                   d["priority"], d["dont_filter"], extras or None)
             parent = self.parent_of(entry.payload)
+            row = (None if d["url"] == entry.url else d["url"], d["callback"], d["errback"],
+                   _pack_meta(d["meta"], parent), d["priority"], d["dont_filter"], extras or None)
             parent_bytes = b"" if parent is None else parent.encode("utf-8", "surrogatepass")
             if len(parent_bytes) >= _NO_PARENT:
                 return None
@@ -75,9 +75,9 @@ class RequestCodec:
 
     def unpack(self, url: str, blob: bytes) -> tuple[Request, Any]:
         features, end = _unpack_features(blob)
-        _, end = _unpack_parent(blob, end)
+        parent, end = _unpack_parent(blob, end)
         row_url, callback, errback, meta, priority, dont_filter, extras = pickle.loads(memoryview(blob)[end:])
-        d = {"url": url if row_url is None else row_url, "callback": callback, "errback": errback, "meta": _unpack_meta(meta),
+        d = {"url": url if row_url is None else row_url, "callback": callback, "errback": errback, "meta": _unpack_meta(meta, parent),
              "priority": priority, "dont_filter": dont_filter, **(extras or {})}
         return self.from_dict(d), features
 
@@ -119,17 +119,28 @@ def _unpack_features(blob: bytes) -> tuple[Any, int]:
     return (idx, val), start + 8 * n
 
 
-def _pack_meta(meta: dict) -> tuple | dict:
-    """The spider's link meta ``{depth, focus_link: {_LINK_KEYS}}`` as a tuple of values; other
-    meta as it is (a dict, so the two never mix up)."""
+_SAME_AS_PARENT = ...  # in a packed meta tuple: parent_url is the blob's (canonical) parent URL
+_PARENT_AT = 1 + _LINK_KEYS.index("parent_url")
+
+
+def _pack_meta(meta: dict, parent: str | None) -> tuple | dict:
+    """The spider's link meta ``{depth, focus_link: {_LINK_KEYS}}`` as a tuple of values (its
+    parent_url not repeated when it is already canonical: the blob holds that); other meta as it
+    is (a dict, so the two never mix up)."""
     link = meta.get("focus_link")
     if len(meta) == 2 and "depth" in meta and type(link) is dict and link.keys() == _LINK_SET:
-        return (meta["depth"], *[link[k] for k in _LINK_KEYS])
+        values = [meta["depth"], *[link[k] for k in _LINK_KEYS]]
+        if parent is not None and values[_PARENT_AT] == parent:
+            values[_PARENT_AT] = _SAME_AS_PARENT
+        return tuple(values)
     return meta
 
 
-def _unpack_meta(meta: tuple | dict) -> dict:
+def _unpack_meta(meta: tuple | dict, parent: str | None) -> dict:
     if type(meta) is tuple:
-        return {"depth": meta[0], "focus_link": dict(zip(_LINK_KEYS, meta[1:]))}
+        link = dict(zip(_LINK_KEYS, meta[1:]))
+        if link["parent_url"] is _SAME_AS_PARENT:
+            link["parent_url"] = parent
+        return {"depth": meta[0], "focus_link": link}
     return meta
 
