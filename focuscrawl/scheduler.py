@@ -311,7 +311,9 @@ class FocusScheduler:
                 meta["focus_features"] = entry.features
             meta["focus_explain"] = self.learner.explain(link_features(link_context(entry.url, meta)), entry.url,
                                                          _parent(request))
-            self.unfinished[entry.url] = request
+            # the page's GET, not the HEAD sent first (its callbacks are ours: a checkpoint cannot
+            # name them, and a resume should fetch the page, checking it again)
+            self.unfinished[entry.url] = meta.get("focus_head_for") or request
             self.stats.inc_value("focus/requests_released")
             if self.job is not None:
                 self.job.append(("deq", entry.url))

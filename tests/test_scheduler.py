@@ -159,3 +159,20 @@ def test_request_dicts_are_those_of_scrapy():
     robots = Request("http://h0.test/robots.txt", callback=scheduler._robots_fetched)
     with pytest.raises(ValueError):
         scheduler._request_dict(robots)
+
+
+def test_a_checkpoint_while_a_head_check_is_in_flight_keeps_the_page_request(tmp_path):
+    from focuscrawl.jobdir import JobDir
+
+    scheduler = make_scheduler(FOCUS_HEAD_CHECK=True)
+    scheduler.job = JobDir(tmp_path / "job")
+    spider = scheduler.spider
+    get = Request("http://h0.test/data", callback=spider.parse, errback=spider.fetch_failed,
+                  meta={"depth": 1, "focus_link": {"anchor": "data", "parent_url": "http://h0.test/"}})
+    assert scheduler.enqueue_request(get)
+    head = scheduler.next_request()
+    assert head.method == "HEAD" and head.callback == scheduler._head_checked
+    kept = scheduler.unfinished["http://h0.test/data"]
+    assert kept.method == "GET" and kept.url == get.url and kept.callback == spider.parse
+    scheduler._checkpoint()  # the HEAD's callbacks are the scheduler's: only the GET can be saved
+    assert scheduler.stats.get_value("focus/checkpoints") == 1
