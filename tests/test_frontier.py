@@ -349,27 +349,38 @@ def test_any_url_survives_the_cold_runs():
     assert [u for _, _, u in drain(f)] == urls[::-1]
 
 
-def test_pushes_and_pops_interleaved_match_a_plain_model_with_deep_host_queues():
+def interleave_against_model(f: Frontier, seed: int, steps: int, make_entry) -> dict[str, list]:
+    """Random pushes (``make_entry(step, host, priority)``) and pops on two hosts, each pop checked
+    against a plain model: the best (priority, then FIFO) of what is queued, equal in every field."""
     import random
-    rng = random.Random(2)
-    f = Frontier()
-    model: dict[str, list] = {"x": [], "y": []}
-    for step in range(6000):
+    rng = random.Random(seed)
+    model: dict[str, list] = {"x": [], "y": []}  # (priority, -step, entry) per host
+    for step in range(steps):
         host = rng.choice("xy")
         if rng.random() < 0.65:
-            p = round(rng.random(), 3)
-            f.push(host, Entry(p, f"http://{host}/{step}"))
-            model[host].append((p, -step, f"http://{host}/{step}"))
+            entry = make_entry(step, host, round(rng.random(), 3))
+            f.push(host, entry)
+            model[host].append((entry.priority, -step, entry))
         else:
             popped = f.pop(0.0)
             if popped is None:
                 assert not any(model.values())
                 continue
             h, entry = popped
-            assert (entry.priority, entry.url) == max(max(q) for q in model.values() if q)[::2]
-            model[h].remove(max(model[h]))
+            best = max((row for q in model.values() for row in q), key=lambda row: row[:2])
+            assert h in model and best in model[h]
+            want = best[2]
+            assert (entry.priority, entry.url, entry.payload, entry.features) == (
+                want.priority, want.url, want.payload, want.features)
+            model[h].remove(best)
             f.release(h, 0.0)
         assert f.host_size(host) == len(model[host])
+    return model
+
+
+def test_pushes_and_pops_interleaved_match_a_plain_model_with_deep_host_queues():
+    f = Frontier()
+    model = interleave_against_model(f, 2, 6000, lambda step, host, p: Entry(p, f"http://{host}/{step}"))
     assert len(f) == sum(map(len, model.values())) > 1000 and cold_share(f) > 0.5
 
 
@@ -503,27 +514,12 @@ def test_packed_entries_go_cold_and_come_back_equal_in_exact_global_order():
 
 
 def test_packed_entries_interleaved_with_pops_match_a_plain_model():
-    import random
-    rng = random.Random(4)
+    def make_entry(step, host, p):
+        payload = b"keep" if step % 97 == 0 else bytes([step % 256, 0xFF])
+        return Entry(p, f"http://{host}/{step}", payload, (p,))
+
     f = Frontier(codec=BytesCodec())
-    model: dict[str, list] = {"x": [], "y": []}
-    for step in range(5000):
-        host = rng.choice("xy")
-        if rng.random() < 0.65:
-            p = round(rng.random(), 3)
-            payload = b"keep" if step % 97 == 0 else bytes([step % 256, 0xFF])
-            f.push(host, Entry(p, f"http://{host}/{step}", payload, (p,)))
-            model[host].append((p, -step, f"http://{host}/{step}", payload))
-        else:
-            popped = f.pop(0.0)
-            if popped is None:
-                assert not any(model.values())
-                continue
-            h, entry = popped
-            best = max(max(q) for q in model.values() if q)
-            assert (entry.priority, entry.url, entry.payload, entry.features) == (best[0], best[2], best[3], (best[0],))
-            model[h].remove(best)
-            f.release(h, 0.0)
+    interleave_against_model(f, 4, 5000, make_entry)
     assert cold_share(f) > 0.5
 
 
