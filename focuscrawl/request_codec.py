@@ -68,8 +68,9 @@ class RequestCodec:
             return None
 
     def preview(self, url: str, blob: bytes) -> tuple[LinkPreview, Any]:
-        """What re-scoring reads, without rebuilding the Request: ``(LinkPreview(parent), features)``."""
-        features, end = _unpack_features(blob)
+        """What re-scoring reads, without rebuilding the Request: ``(LinkPreview(parent), features)``
+        (the features as read-only views of the blob: re-scoring reads them, keeps nothing)."""
+        features, end = _unpack_features(blob, copy=False)
         parent, _ = _unpack_parent(blob, end)
         return LinkPreview(parent), features
 
@@ -108,15 +109,16 @@ def _pack_features(features) -> bytes | None:
     return _COUNT.pack(len(idx)) + idx.tobytes() + val.tobytes()
 
 
-def _unpack_features(blob: bytes) -> tuple[Any, int]:
-    """The features (new arrays that own their memory) and where the Request's bytes start."""
+def _unpack_features(blob: bytes, copy: bool = True) -> tuple[Any, int]:
+    """The features (new arrays that own their memory, or with ``copy=False`` read-only views of
+    ``blob``) and where the Request's bytes start."""
     (n,) = _COUNT.unpack_from(blob)
     if n == _NO_FEATURES:
         return None, _COUNT.size
     start = _COUNT.size
-    idx = np.frombuffer(blob, np.int32, n, start).copy()
-    val = np.frombuffer(blob, np.float32, n, start + 4 * n).copy()
-    return (idx, val), start + 8 * n
+    idx = np.frombuffer(blob, np.int32, n, start)
+    val = np.frombuffer(blob, np.float32, n, start + 4 * n)
+    return ((idx.copy(), val.copy()) if copy else (idx, val)), start + 8 * n
 
 
 _SAME_AS_PARENT = ...  # in a packed meta tuple: parent_url is the blob's (canonical) parent URL

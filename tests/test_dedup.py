@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import random
 
+import numpy as np
 import pytest
+from datasketch import MinHash
 
 from focuscrawl.dedup import ExactDuplicateIndex, NearDuplicateIndex, content_hash, word_shingles
 from focuscrawl.dedup.fingerprints import band_params, jaccard
@@ -127,3 +129,14 @@ def test_lsh_bands_make_a_pair_at_the_threshold_a_candidate_almost_surely(thresh
 def test_bad_parameters_are_refused_with_a_message(kwargs):
     with pytest.raises(ValueError, match="must be"):
         NearDuplicateIndex(**kwargs)
+
+
+def test_signatures_are_those_of_a_fresh_minhash():
+    """The index reuses one set of permutations: its signatures are exactly datasketch's own."""
+    index = NearDuplicateIndex(num_perm=64)
+    shingles = word_shingles(" ".join(f"word{i}" for i in range(40)), 5)
+    fresh = MinHash(num_perm=64)
+    fresh.update_batch([s.encode("utf-8") for s in shingles])
+    first, second = index.minhash(shingles), index.minhash(shingles)
+    assert np.array_equal(first.hashvalues, fresh.hashvalues) and np.array_equal(second.hashvalues, fresh.hashvalues)
+    assert first.jaccard(fresh) == 1.0

@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from focuscrawl.frontier import Entry, Frontier, SeenSet
+from focuscrawl.frontier import Entry, Frontier, SeenSet, mercator
 
 
 def fill(frontier, rows):
@@ -315,12 +315,23 @@ def cold_share(f):
     return sum(h.cold for h in f._hosts.values()) / len(f)
 
 
-def test_many_entries_per_host_pop_in_exact_global_order_across_hot_and_cold():
-    f = Frontier()
+def run_kinds(f):
+    """Which of the frontier's cold runs are deflated (True) and which raw (False)."""
+    return {run.deflated for h in f._hosts.values() for run in h.runs or ()}
+
+
+#: deflate_from values: every run deflated, the first runs raw then deflated ones, every run raw
+DEFLATE_FROM = [0, 1000, 10**9]
+
+
+@pytest.mark.parametrize("deflate_from", DEFLATE_FROM)
+def test_many_entries_per_host_pop_in_exact_global_order_across_hot_and_cold(deflate_from):
+    f = Frontier(deflate_from=deflate_from)
     rows = many(["a.example", "b.example", "c.example"], 700, ties=True, rich_every=10)
     for host, entry in rows:
         f.push(host, entry)
-    assert cold_share(f) > 0.8  # most entries are in deflated runs
+    assert cold_share(f) > 0.8  # most entries are in cold runs
+    assert run_kinds(f) == {0: {True}, 1000: {True}, 10**9: {False}}[deflate_from]  # merged past 1000: deflated
     assert max(len(h.runs) for h in f._hosts.values()) <= 5  # merged: ~21 spills each, a few runs
     assert [f.host_size(h) for h in ("a.example", "b.example", "c.example")] == [700, 700, 700]
     # best priority first, equal priorities in arrival order, across hosts
@@ -378,8 +389,9 @@ def interleave_against_model(f: Frontier, seed: int, steps: int, make_entry) -> 
     return model
 
 
-def test_pushes_and_pops_interleaved_match_a_plain_model_with_deep_host_queues():
-    f = Frontier()
+@pytest.mark.parametrize("deflate_from", DEFLATE_FROM)
+def test_pushes_and_pops_interleaved_match_a_plain_model_with_deep_host_queues(deflate_from):
+    f = Frontier(deflate_from=deflate_from)
     model = interleave_against_model(f, 2, 6000, lambda step, host, p: Entry(p, f"http://{host}/{step}"))
     assert len(f) == sum(map(len, model.values())) > 1000 and cold_share(f) > 0.5
 
@@ -518,9 +530,10 @@ def test_packed_entries_interleaved_with_pops_match_a_plain_model():
         payload = b"keep" if step % 97 == 0 else bytes([step % 256, 0xFF])
         return Entry(p, f"http://{host}/{step}", payload, (p,))
 
-    f = Frontier(codec=BytesCodec())
-    interleave_against_model(f, 4, 5000, make_entry)
-    assert cold_share(f) > 0.5
+    for deflate_from in DEFLATE_FROM:
+        f = Frontier(codec=BytesCodec(), deflate_from=deflate_from)
+        interleave_against_model(f, 4, 5000, make_entry)
+        assert cold_share(f) > 0.5
 
 
 def test_packed_entries_are_rescored_with_their_features_at_the_top_and_in_the_background():
@@ -617,3 +630,45 @@ def test_a_packed_entry_requeued_goes_back_as_its_record_without_packing_again()
     drained = drain_entries(f)
     assert (drained[-1].priority, drained[-1].url, drained[-1].payload, drained[-1].features) == (-1.0, *first)
     assert len(drained) == 200 and Counting.packed == 201
+
+
+def test_background_rescoring_scores_small_hosts_together_with_the_same_outcome(monkeypatch):
+    """Many small hosts are re-scored in one call of the rescorer (a call costs the learner more
+    than a few entries), and the records, sequence numbers and heaps are those that re-scoring
+    one entry at a time gives."""
+    rows = packable([f"h{i}.example" for i in range(200)], 3, ties=True, keep_every=9)
+    rows += [("big.example", Entry(0.5 + i / 1000, f"http://big.example/{i}")) for i in range(300)]
+
+    def rescored(batch):
+        frontier, calls = Frontier(codec=BytesCodec()), []
+        for host, entry in rows:
+            frontier.push(host, Entry(entry.priority, entry.url, entry.payload, entry.features, entry.version))
+        frontier.version = 1
+        monkeypatch.setattr(mercator, "_RESCORE_BATCH", batch)
+        done = frontier.rescore_stale(lambda es: calls.append(len(es)) or [round(1 - e.priority, 3) for e in es],
+                                      limit=10**6)
+        state = {name: (sorted(h.records()), h.rkey, h.wkey, h.in_ready) for name, h in frontier._hosts.items()}
+        return done, calls, state, sorted(frontier._ready), sorted(frontier._waiting), drain_entries(frontier)
+
+    together, one_by_one = rescored(1024), rescored(1)
+    assert together[0] == one_by_one[0] == 900
+    assert together[1] == [900] and len(one_by_one[1]) == 900
+    assert together[2:4] == one_by_one[2:4]
+    assert [(e.url, e.priority) for e in together[5]] == [(e.url, e.priority) for e in one_by_one[5]]
+
+
+def test_raw_runs_never_hold_more_records_than_deflate_from():
+    """Runs written below ``deflate_from`` entries stay raw; once the frontier is past it, every
+    run written (spills, merges, prunes, background re-scoring) is deflated, and the raw records
+    left never add up to ``deflate_from``."""
+    f = Frontier(deflate_from=500, capacity=3000, prune_slack=0.0)
+    kinds = set()
+    for host, entry in many(["a.example", "b.example", "c.example"], 1000):
+        f.push(host, entry)
+        raw = sum(run.size for h in f._hosts.values() for run in h.runs or () if not run.deflated)
+        assert raw < 500
+        kinds |= run_kinds(f)
+    assert kinds == {True, False}
+    f.version = 1
+    f.rescore_stale(lambda entries: [e.priority for e in entries], limit=10**6)  # rewrites every host
+    assert run_kinds(f) == {True} and len(f) == 3000

@@ -9,11 +9,13 @@ import sys
 from pathlib import Path
 
 import joblib
+import numpy as np
 import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from focuscrawl.relevance import ModelError, TopicModel, load_examples, train_topic_model
+from focuscrawl.relevance.linear import LinearScorer
 from focuscrawl.relevance.links import MISSING, LinkedWeb, LinkExample, train_link_model
 
 COURSE_WORDS = "syllabus lecture homework exam assignment midterm grading textbook".split()
@@ -162,3 +164,14 @@ def test_train_command_reports_the_link_model(recorded, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "link model: none" in result.stdout
     assert TopicModel.load(tmp_path / "n.joblib").link_pipeline is None
+
+
+def test_the_fast_scorer_computes_the_link_models_probabilities_exactly(recorded):
+    warc, labels = recorded
+    examples = load_examples([warc], labels_path=labels)
+    model, _ = train_topic_model(examples, ["course"], cv_folds=0)
+    docs = [link.document for link in examples.links] + [("", "", "http://new.example/"), ("?", "!", "http://x/?a")]
+    expected = model.link_pipeline.predict_proba(docs)[:, 1]
+    assert np.array_equal(LinearScorer.for_pipeline(model.link_pipeline)._proba(docs), expected)
+    assert model.score_links(docs) == expected.tolist()
+    assert [model.score_links([doc])[0] for doc in docs[:20]] == expected[:20].tolist()  # a page's links alone

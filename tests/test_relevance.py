@@ -8,7 +8,11 @@ import random
 from pathlib import Path
 
 import joblib
+import numpy as np
 import pytest
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -21,6 +25,8 @@ from focuscrawl.relevance import (
     load_examples,
     train_topic_model,
 )
+from focuscrawl.relevance.linear import LinearScorer
+from focuscrawl.relevance.model import build_pipeline, model_document
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 WEBKB = SHARED / "webkb"
@@ -348,3 +354,55 @@ def test_webkb_misc_universities_course_model():
     # 5 folds, base rate 0.008)
     assert report["links"]["n_positive"] > 300
     assert report["links"]["cv"]["average_precision"] > 0.3
+
+
+# --- the fast scorer: the pipeline's probabilities without its per-call overhead ------------------
+
+def scoring_docs(pages) -> list[str]:
+    """Every page, one page with no word the model knows, an empty one, one word many times."""
+    docs = [(p["title"], p["text"]) for p in pages] + [("zzz", "qqq unknownword"), ("", ""), ("CS", "syllabus " * 50)]
+    return [model_document(title, text) for title, text in docs]
+
+
+@pytest.mark.parametrize("vectorizer", [
+    None,  # the pipeline scrapy train builds: float32, word 1-2 grams, sublinear tf, accents stripped
+    TfidfVectorizer(),  # float64, plain tf
+    TfidfVectorizer(binary=True, use_idf=False, norm=None),
+    TfidfVectorizer(sublinear_tf=True, dtype=np.float32, norm=None),
+])
+def test_the_fast_scorer_computes_the_pipelines_probabilities_exactly(pages, vectorizer):
+    texts = [model_document(p["title"], p["text"]) for p in pages]
+    labels = [p["label"] == "course" for p in pages]
+    if vectorizer is None:
+        pipeline = build_pipeline(len(texts)).fit(texts, labels)
+    else:
+        pipeline = make_pipeline(vectorizer, LogisticRegression(C=10.0)).fit(texts, labels)
+    docs = scoring_docs(pages)
+    expected = pipeline.predict_proba(docs)[:, 1]
+    scorer = LinearScorer.for_pipeline(pipeline)
+    assert np.array_equal(scorer._proba(docs), expected)  # the same numbers, not close ones
+    assert np.array_equal(scorer._proba(docs[:1]), expected[:1])  # one at a time, as the crawl scores
+    assert scorer.score_many(docs) == expected.tolist() and scorer.checked and not scorer.disagrees
+
+
+def test_topic_model_scores_with_the_fast_scorer_and_steps_aside_when_it_disagrees(pages):
+    model, _ = train_topic_model(examples_of(pages), ["course"], cv_folds=0)
+    docs = [(p["title"], p["text"]) for p in pages]
+    expected = model.pipeline.predict_proba([model_document(t, x) for t, x in docs])[:, 1].tolist()
+    assert [model.score(t, x) for t, x in docs] == expected and model.score_many(docs) == expected
+    # a scikit-learn that computed otherwise: the first batch is checked, the pipeline takes over
+    scorer = LinearScorer.for_pipeline(model.pipeline)
+    scorer.coef = scorer.coef * 1.01
+    texts = [model_document(t, x) for t, x in docs]
+    assert scorer.score_many(texts) == expected and scorer.disagrees
+    assert scorer.score_many(texts[:2]) == expected[:2]
+
+
+def test_the_fast_scorer_reads_only_tfidf_and_binary_logistic_regression_pipelines(pages):
+    texts = [model_document(p["title"], p["text"]) for p in pages]
+    three = [("course", "other", "third")[i % 3] for i in range(len(texts))]
+    assert LinearScorer.for_pipeline(make_pipeline(TfidfVectorizer(), LogisticRegression()).fit(texts, three)) is None
+    assert LinearScorer.for_pipeline(make_pipeline(TfidfVectorizer(norm="l1"), LogisticRegression())
+                                     .fit(texts, [t == "course" for t in three])) is None
+    assert LinearScorer.for_pipeline(build_pipeline(len(texts))) is None  # not fitted
+    assert LinearScorer.for_pipeline(LogisticRegression()) is None

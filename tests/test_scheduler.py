@@ -6,7 +6,9 @@ import pytest
 from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
+from focuscrawl.frontier import Entry
 from focuscrawl.learning import link_context, link_features
+from focuscrawl.politeness import HostTiming
 from focuscrawl.scheduler import FocusScheduler
 from focuscrawl.urls import canonicalize
 
@@ -88,7 +90,7 @@ def test_queued_requests_are_packed_records_and_leave_equal():
     scheduler.enqueue_request(robots)
     hosts = scheduler.frontier._hosts.values()
     assert sum(len(h.rich or ()) for h in hosts) == 1  # only the robots.txt request is kept as an object
-    assert sum(h.cold for h in hosts) > 400  # 200 URLs a host: most in deflated runs
+    assert sum(h.cold for h in hosts) > 400  # 200 URLs a host: most in cold runs
 
     released = release_all(scheduler)
     assert released[0] is robots  # first in its host's queue, handed back as itself
@@ -176,3 +178,19 @@ def test_a_checkpoint_while_a_head_check_is_in_flight_keeps_the_page_request(tmp
     assert kept.method == "GET" and kept.url == get.url and kept.callback == spider.parse
     scheduler._checkpoint()  # the HEAD's callbacks are the scheduler's: only the GET can be saved
     assert scheduler.stats.get_value("focus/checkpoints") == 1
+
+
+def test_patience_waits_only_for_a_busy_host_that_can_be_free_within_it():
+    """A clearly better URL at a host with a request in flight is waited for when that host's
+    delay after its response fits in FOCUS_PATIENCE, not when it does not (a long Crawl-delay):
+    the same rule as for a host waiting out its delay."""
+    scheduler = make_scheduler(FOCUS_PATIENCE=2.0)
+    spider = scheduler.spider
+    for host, priority, name in [("a.test", 5.0, "best"), ("a.test", 4.0, "next"), ("b.test", 1.0, "poor")]:
+        url = f"http://{host}/{name}"
+        scheduler.frontier.push(host, Entry(priority, url, Request(url, callback=spider.parse)))
+    assert scheduler.next_request().url == "http://a.test/best"  # a.test now has a request in flight
+    assert scheduler.next_request() is None  # b.test's poor URL waits for a.test's next
+    assert scheduler.stats.get_value("focus/frontier/held") == 1
+    scheduler.delays.set_crawl_delay(scheduler.timing.setdefault("a.test", HostTiming()), 10.0)
+    assert scheduler.next_request().url == "http://b.test/poor"  # a.test is 10 s away: no wait

@@ -88,6 +88,9 @@ class NearDuplicateIndex:
         self.num_perm = num_perm
         self.shingle_size = shingle_size
         self._lsh = MinHashLSH(num_perm=num_perm, params=band_params(threshold, num_perm))
+        # MinHash() draws its permutations from a seeded generator every time (as long as hashing a
+        # page's shingles): every signature takes the same ones from here instead
+        self._template = MinHash(num_perm=num_perm)
         self._minhashes: dict[str, MinHash] = {}
         self._order: dict[str, int] = {}  # key -> insertion number, to prefer the earliest match
         self._short = ExactDuplicateIndex()
@@ -96,7 +99,7 @@ class NearDuplicateIndex:
         return len(self._minhashes) + len(self._short)
 
     def minhash(self, shingles: set[str]) -> MinHash:
-        m = MinHash(num_perm=self.num_perm)
+        m = MinHash(num_perm=self.num_perm, permutations=self._template.permutations, scheme=self._template.scheme)
         m.update_batch([s.encode("utf-8") for s in shingles])
         return m
 

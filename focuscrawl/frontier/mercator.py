@@ -37,7 +37,9 @@ past ``_HOT_MAX`` compact records (or 1/32 of the host's cold records, if more),
 key in clear, so a run's head is compared without inflating anything. Runs are merged LSM-style
 (the newest two while the older is no bigger), so a host has few runs; spills that grow with the
 host keep the number of times a record is rewritten bounded (~7 at 10^6 records in one host)
-instead of log2(n).
+instead of log2(n). A frontier built with ``deflate_from`` writes its runs raw (blocks that are
+lists of records) while it holds fewer entries than that: deflating costs CPU every time a run is
+written, and saves memory only a big frontier needs.
 
 Invariant: the hot heap holds the host's best record (``queue[0]`` is no worse than any run's
 head). When a pop breaks it, the best cold record moves to the hot heap: one record, from the
@@ -113,6 +115,8 @@ def _escape(blob: bytes) -> bytes:
 
 
 def _unescape(raw: bytes) -> bytes:
+    if b"\xfe" not in raw:  # most blobs: nothing was escaped
+        return raw
     return raw.replace(b"\xfe\x01", b"\xff").replace(b"\xfe\x00", b"\xfe")
 
 
@@ -149,26 +153,37 @@ def _unpack(block: bytes) -> list[bytes]:
 
 class _Run:
     """Sorted cold compact records of one host: deflated blocks (the best block last), the best
-    of which is inflated (``front``, best record last) once a record is taken from it."""
+    of which is inflated (``front``, best record last) once a record is taken from it. With
+    ``deflate`` false the blocks are the records' lists themselves (see ``Frontier.deflate_from``)."""
 
-    __slots__ = ("blocks", "front", "size", "version")
+    __slots__ = ("blocks", "front", "size", "version", "deflated")
 
-    def __init__(self, records: list[bytes]) -> None:
+    def __init__(self, records: list[bytes], deflate: bool = True) -> None:
         self.size = len(records)
-        self.blocks = [_pack(records[i:i + _BLOCK]) for i in reversed(range(0, len(records), _BLOCK))]
+        self.deflated = deflate
+        self.blocks = [self._close(records[i:i + _BLOCK]) for i in reversed(range(0, len(records), _BLOCK))]
         self.front: list[bytes] | None = None
         # the version every record shares, if they do: background re-scoring skips fresh runs
         version = records[0][_KEY:_FLAG]
         self.version = version if all(r[_KEY:_FLAG] == version for r in records) else None
 
+    def _close(self, records: list[bytes]) -> bytes | list[bytes]:
+        return _pack(records) if self.deflated else records
+
+    def _open(self, block: bytes | list[bytes]) -> list[bytes]:
+        return _unpack(block) if self.deflated else block
+
     def head(self) -> bytes:
-        return self.front[-1][:_KEY] if self.front else self.blocks[-1][:_KEY]
+        if self.front:
+            return self.front[-1][:_KEY]
+        block = self.blocks[-1]
+        return block[:_KEY] if self.deflated else block[0][:_KEY]
 
     def take(self) -> bytes:
         """Remove and return the best record."""
         front = self.front
         if front is None:
-            front = self.front = _unpack(self.blocks.pop())[::-1]
+            front = self.front = self._open(self.blocks.pop())[::-1]
         record = front.pop()
         if not front:
             self.front = None
@@ -179,7 +194,7 @@ class _Run:
         """The records, best first."""
         out = self.front[::-1] if self.front else []
         for block in reversed(self.blocks):
-            out += _unpack(block)
+            out += self._open(block)
         return out
 
     def drop(self, keys: set[bytes]) -> list[bytes]:
@@ -188,12 +203,12 @@ class _Run:
         gone: list[bytes] = []
         blocks = self.blocks
         while blocks:
-            records = _unpack(blocks[0])
+            records = self._open(blocks[0])
             keep = [r for r in records if r[:_KEY] not in keys]
             gone += records[len(keep):]
             if keep:
                 if len(keep) < len(records):
-                    blocks[0] = _pack(keep)
+                    blocks[0] = self._close(keep)
                 break
             del blocks[0]
         else:
@@ -226,11 +241,12 @@ class Entry:
 
 
 class _Host:
-    __slots__ = ("name", "queue", "rich", "prefix", "runs", "cold", "cold_head",
+    __slots__ = ("name", "owner", "queue", "rich", "prefix", "runs", "cold", "cold_head",
                  "ready_at", "busy", "in_ready", "rkey", "wkey", "lent")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, owner: Frontier) -> None:
         self.name = name
+        self.owner = owner  # the frontier: whether new runs are deflated depends on its size
         self.queue: list[bytes] = []  # the hot heap of records
         self.rich: dict[int, Entry] | None = None  # seq -> entry kept as an object
         self.prefix: str | None = None  # scheme://netloc of the first URL
@@ -325,10 +341,11 @@ class _Host:
         runs = self.runs
         if runs is None:
             runs = self.runs = []
-        runs.append(_Run(cold))
+        deflate = self.owner.deflating()
+        runs.append(_Run(cold, deflate))
         while len(runs) > 1 and runs[-2].size <= runs[-1].size:
             newer, older = runs.pop(), runs.pop()
-            runs.append(_Run(sorted(older.records() + newer.records())))
+            runs.append(_Run(sorted(older.records() + newer.records()), deflate))
         self.cold += len(cold)
         self.cold_head = min(run.head() for run in runs)
 
@@ -399,12 +416,15 @@ class _Host:
 
 
 class Frontier:
-    def __init__(self, capacity: int = 1_000_000, prune_slack: float = 0.05, codec: Codec | None = None):
+    def __init__(self, capacity: int = 1_000_000, prune_slack: float = 0.05, codec: Codec | None = None,
+                 deflate_from: int = 0):
         if capacity < 1:
             raise ValueError("frontier capacity must be at least 1")
         self.capacity = capacity
         self.prune_slack = prune_slack
         self.codec = codec  # packs entries with a payload or features (None: they stay objects)
+        # cold runs written while the frontier holds fewer entries stay raw (not deflated): see deflating()
+        self.deflate_from = deflate_from
         self.version = 0
         self._hosts: dict[str, _Host] = {}
         self._waiting: list[tuple[float, str]] = []
@@ -415,6 +435,13 @@ class Frontier:
         self.rescored = 0
         self.pruned = 0
 
+    def deflating(self) -> bool:
+        """Whether a new cold run is deflated. Deflating saves memory only a big frontier needs,
+        and costs CPU every time a run is written (a spill, a merge, a background re-scoring of
+        the host): below ``deflate_from`` entries runs stay raw. Raw runs are only written below
+        it, so they hold fewer than ``deflate_from`` records in all, whatever the frontier grows to."""
+        return self._size >= self.deflate_from
+
     def _next_seq(self) -> int:
         self._seq = seq = (self._seq + 1) & 0xFFFFFFFF
         return seq
@@ -423,7 +450,7 @@ class Frontier:
         h = self._hosts.get(host)
         if h is None:
             host = sys.intern(host)
-            h = self._hosts[host] = _Host(host)
+            h = self._hosts[host] = _Host(host, self)
         return h
 
     def _add(self, h: _Host, entry: Entry, record: bytes | None = None) -> bytes:
@@ -522,12 +549,13 @@ class Frontier:
             return host, entry
         return None
 
-    def _rescored(self, h: _Host, records: list[bytes], rescore: Rescorer) -> list[bytes]:
-        """The records (taken out of ``h``) re-scored under the current version: new headers, the
-        same URLs and blobs (a rich entry is kept again, with its new priority and version)."""
-        entries = [h.decode(r, self.codec, forget=True, preview=True) for r in records]
+    def _rescored(self, records: list[tuple[_Host, bytes]], rescore: Rescorer) -> list[bytes]:
+        """The records (taken out of their hosts) re-scored under the current version, in one call
+        of the rescorer: new headers, the same URLs and blobs (a rich entry is kept again, with
+        its new priority and version)."""
+        entries = [h.decode(r, self.codec, forget=True, preview=True) for h, r in records]
         version, out = self.version, []
-        for record, entry, priority in zip(records, entries, rescore(entries)):
+        for (h, record), entry, priority in zip(records, entries, rescore(entries)):
             entry.priority, entry.version = priority, version
             seq = self._next_seq()
             if record[_FLAG] == _RICH:
@@ -542,20 +570,24 @@ class Frontier:
         while budget > 0 and h.queue and h.top_version() != version:
             batch = []
             while h.queue and h.top_version() != version and len(batch) < min(budget, 32):
-                batch.append(h.pop())
-            for record in self._rescored(h, batch, rescore):
+                batch.append((h, h.pop()))
+            for record in self._rescored(batch, rescore):
                 h.push(record)
             budget -= len(batch)
             self.rescored += len(batch)
 
     def rescore_stale(self, rescore: Rescorer, limit: int = 1000) -> int:
         """Background re-scoring: bring up to ``limit`` stale entries up to date, host by host (a
-        whole host at a time, its cold runs too: an entry whose value rose must surface)."""
+        whole host at a time, its cold runs too: an entry whose value rose must surface). Small
+        hosts are re-scored together, ``_RESCORE_BATCH`` entries a call: a call costs the learner
+        more than a few entries do."""
         hosts = [name for name, h in self._hosts.items() if h.queue]
         if not hosts:
             return 0
         done = 0
         version = _VERSION.pack(self.version)
+        pending: list[tuple[_Host, list[bytes], list[bytes]]] = []  # (host, fresh, stale records)
+        waiting = 0
         for step in range(len(hosts)):
             if done >= limit:
                 break
@@ -566,16 +598,38 @@ class Frontier:
             fresh, stale = [], []
             for r in h.records():
                 (fresh if r[_KEY:_FLAG] == version else stale).append(r)
-            for start in range(0, len(stale), _RESCORE_BATCH):
-                fresh += self._rescored(h, stale[start:start + _RESCORE_BATCH], rescore)
-            h.clear()
-            h.load(fresh)
+            pending.append((h, fresh, stale))
             done += len(stale)
-            if h.in_ready and not h.busy:
-                self._schedule(h)
+            waiting += len(stale)
+            if waiting >= _RESCORE_BATCH:
+                self._rescore_hosts(pending, rescore)
+                pending, waiting = [], 0
+        self._rescore_hosts(pending, rescore)
         self._rescore_cursor += 1
         self.rescored += done
         return done
+
+    def _rescore_hosts(self, pending: list[tuple[_Host, list[bytes], list[bytes]]], rescore: Rescorer) -> None:
+        """Re-score the stale records of the hosts, ``_RESCORE_BATCH`` at a time (new sequence
+        numbers in host order, as one host at a time would give them), and store each host anew."""
+        rescored: list[bytes] = []
+        batch: list[tuple[_Host, bytes]] = []
+        for h, _, stale in pending:
+            for record in stale:
+                batch.append((h, record))
+                if len(batch) == _RESCORE_BATCH:
+                    rescored += self._rescored(batch, rescore)
+                    batch = []
+        if batch:
+            rescored += self._rescored(batch, rescore)
+        start = 0
+        for h, fresh, stale in pending:
+            fresh += rescored[start:start + len(stale)]
+            start += len(stale)
+            h.clear()
+            h.load(fresh)
+            if h.in_ready and not h.busy:
+                self._schedule(h)
 
     # --- host state ---------------------------------------------------------------------------
     def requeue(self, host: str, entry: Entry) -> None:
@@ -731,14 +785,15 @@ class Frontier:
         hosts = {name: ([h.decode(r, self.codec) for r in sorted(h.records())], h.ready_at)
                  for name, h in self._hosts.items()}
         return {"capacity": self.capacity, "prune_slack": self.prune_slack, "codec": self.codec,
-                "version": self.version, "hosts": hosts, "pruned": self.pruned, "rescored": self.rescored}
+                "deflate_from": self.deflate_from, "version": self.version, "hosts": hosts, "pruned": self.pruned,
+                "rescored": self.rescored}
 
     def __setstate__(self, state):
-        self.__init__(state["capacity"], state["prune_slack"], state.get("codec"))
+        self.__init__(state["capacity"], state["prune_slack"], state.get("codec"), state.get("deflate_from", 0))
         self.version, self.pruned, self.rescored = state["version"], state["pruned"], state["rescored"]
         for name, (entries, ready_at) in state["hosts"].items():
             h = self._host(name)
             h.ready_at = ready_at
+            self._size += len(entries)  # first: whether the host's runs are deflated depends on it
             h.load([h.encode(e, self._next_seq(), self.codec) for e in entries])
-            self._size += len(entries)
             self._schedule(h)
