@@ -18,6 +18,10 @@ so use it to screen ideas and ``scrapy evaluate`` to report figures. The simulat
 chaotic too (which hub is found first decides a run): means of six runs move by +-4 points
 between identical set-ups, hence 16 runs by default; compare variants with 16-32.
 
+``--rank 300,600`` measures the learner itself, less noisily than recall: after that many requests,
+how well the priorities rank the URLs waiting in the frontier (ROC AUC for "is a relevant page",
+and the mean true future value of the 100 best-ranked URLs beside the best 100 there are).
+
 Two oracles measure the headroom of each part: ``--oracle page`` replaces the topic model's page
 scores by the labels (a perfect nugget function: the learner's rewards are exact), and
 ``--oracle value`` orders the frontier by each URL's true future value over the recorded web
@@ -26,7 +30,7 @@ pages' worth, three links deep) instead of the learner: what a perfect link valu
 reach under the same politeness shape.
 
     python bench/simulate.py --models DIR [--targets course,student] [--runs 16] [--budget 1000]
-                             [--oracle page|value]
+                             [--oracle page|value] [--rank 300,600]
 
 DIR holds TARGET.joblib for each target (``scrapy train ... --exclude-host
 'cornell|utexas|washington|wisc' -o DIR/TARGET.joblib``).
@@ -41,6 +45,9 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
 
 from focuscrawl.learning import LinkContext, LinkRewardLearner, link_features
 from focuscrawl.learning.learner import page_reward
@@ -86,10 +93,25 @@ def oracle_values(graph: LinkGraph, relevance: Relevance, steps: int = 3, decay:
     return value
 
 
+def frontier_quality(priority: dict[str, float], values: dict[str, float], top: int = 100) -> dict[str, float]:
+    """How well ``priority`` ranks the frontier's URLs against their true future values
+    (``oracle_values``): ROC AUC for "is a relevant page" (value >= 1), and the mean value of the
+    ``top`` best-ranked URLs beside that of the ``top`` most valuable ones."""
+    urls = list(priority)
+    scores = np.fromiter((priority[u] for u in urls), dtype=float, count=len(urls))
+    value = np.fromiter((values.get(url_key(u), 0.0) for u in urls), dtype=float, count=len(urls))
+    relevant = value >= 1.0
+    auc = roc_auc_score(relevant, scores) if 0 < relevant.sum() < len(urls) else float("nan")
+    return {"auc": auc, "top": float(value[np.argsort(-scores)[:top]].mean()) if urls else 0.0,
+            "best": float(np.sort(value)[::-1][:top].mean()) if urls else 0.0}
+
+
 def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
-             margin: float, seed: int, oracle: str = "off", values: dict[str, float] | None = None) -> list[int]:
+             margin: float, seed: int, oracle: str = "off", values: dict[str, float] | None = None,
+             probe=None) -> list[int]:
     """found(i) after each request, as ``metrics.found_curve`` counts it. ``oracle`` "page": the
-    labels score pages; "value": ``values`` (``oracle_values``) order the frontier."""
+    labels score pages; "value": ``values`` (``oracle_values``) order the frontier. ``probe(requests,
+    frontier, priority, learner)`` is called after each round (for diagnostics)."""
     rng = random.Random(seed)
     seeds = list(seeds)
     rng.shuffle(seeds)
@@ -169,6 +191,8 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
                 vector, parent, depth, hops = frontier.pop(url)
                 priority.pop(url, None)
                 fetch(url, vector, parent, depth, hops)
+        if probe is not None:
+            probe(len(curve), frontier, priority, learner)
     return curve
 
 
@@ -184,6 +208,8 @@ def main(argv=None) -> int:
     parser.add_argument("--margin", type=float, default=0.25, help="patience margin (default 0.25)")
     parser.add_argument("--oracle", choices=("off", "page", "value"), default="off",
                         help="page: labels score pages; value: true future values order the frontier")
+    parser.add_argument("--rank", default="", metavar="N,N",
+                        help="also report how well the priorities rank the frontier after N requests")
     args = parser.parse_args(argv)
     webkb = Path(args.webkb)
     if not (webkb / "webkb.warc.gz").exists():
@@ -198,14 +224,28 @@ def main(argv=None) -> int:
     print("| target (reachable) | " + " | ".join(f"harvest@{n}" for n in points) + " | "
           + " | ".join(f"recall@{n} mean (min-max)" for n in points) + " |")
     print("|---|" + "---|" * 2 * len(points))
-    recalls = []
+    recalls, marks, ranking = [], [int(n) for n in args.rank.split(",") if n], []
     for target in args.targets.split(","):
         model = TopicModel.load(Path(args.models) / f"{target}.joblib")
         relevance = Relevance(labels, [target], web.same)
         reachable = len(reachable_relevant(web.graph, SEEDS, relevance))
-        values = oracle_values(web.graph, relevance) if args.oracle == "value" else None
-        curves = [simulate(web, model, relevance, SEEDS, args.budget, args.slots, args.margin, run, args.oracle, values)
-                  for run in range(1, args.runs + 1)]
+        values = oracle_values(web.graph, relevance) if args.oracle == "value" or marks else None
+        quality: dict[int, list[dict]] = {mark: [] for mark in marks}
+
+        def probe(requests, frontier, priority, learner):
+            for mark in marks:
+                if requests >= mark and len(quality[mark]) < run:
+                    quality[mark].append(frontier_quality({u: priority[u] for u in frontier if u in priority}, values))
+
+        curves = []
+        for run in range(1, args.runs + 1):
+            curves.append(simulate(web, model, relevance, SEEDS, args.budget, args.slots, args.margin, run, args.oracle,
+                                   values, probe if marks else None))
+        for mark, rows in quality.items():
+            if rows:
+                ranking.append(f"| {target} | {mark} | {np.nanmean([r['auc'] for r in rows]):.3f} | "
+                               f"{statistics.mean(r['top'] for r in rows):.3f} | "
+                               f"{statistics.mean(r['best'] for r in rows):.3f} |")
         at = {n: [c[min(n, len(c)) - 1] if c else 0 for c in curves] for n in points}
         recalls.append(statistics.mean(at[points[-1]]) / reachable)
         print(f"| {target} ({reachable}) | "
@@ -213,6 +253,9 @@ def main(argv=None) -> int:
               + " | ".join(f"{100 * statistics.mean(at[n]) / reachable:.1f}% ({100 * min(at[n]) / reachable:.0f}-"
                            f"{100 * max(at[n]) / reachable:.0f})" for n in points) + " |")
     print(f"mean recall@{points[-1]} over targets: {100 * statistics.mean(recalls):.1f}%  ({time.time() - started:.0f} s)")
+    if ranking:
+        print("\n| target | after requests | AUC (relevant) | value of best-ranked 100 | best 100 there |\n|---|---|---|---|---|")
+        print("\n".join(ranking))
     return 0
 
 

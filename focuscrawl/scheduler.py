@@ -27,7 +27,7 @@ from focuscrawl import signals as focus_signals
 from focuscrawl.frontier import Entry, Frontier, SeenSet
 from focuscrawl.jobdir import JobDir, JobDirError
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
-from focuscrawl.learning.learner import HUB_CAP, is_vector, page_reward
+from focuscrawl.learning.learner import HUB_CAP, LEARNING_RATE, is_vector, page_reward
 from focuscrawl.politeness import DelayPolicy, ExclusionList, HostTiming, RobotsRules, RobotsState, TrapRules
 from focuscrawl.request_codec import LinkPreview, RequestCodec
 from focuscrawl.urls import canonicalize, extension, host_key, robots_url
@@ -706,7 +706,8 @@ def read_settings(s) -> dict:
                       else None),
         "learner": LinkRewardLearner(credit_decay=number("FOCUS_CREDIT_DECAY", 0.5),
                                      exploration=number("FOCUS_EXPLORATION", 0.3),
-                                     hub_cap=number("FOCUS_HUB_CAP", HUB_CAP)),
+                                     hub_cap=number("FOCUS_HUB_CAP", HUB_CAP),
+                                     learning_rate=number("FOCUS_LEARNING_RATE", LEARNING_RATE)),
         "obey_robots": s.getbool("ROBOTSTXT_OBEY", True),
         "agent": s.get("ROBOTSTXT_USER_AGENT") or s.get("USER_AGENT") or "focuscrawl",
         "robots_cache": number("FOCUS_ROBOTS_CACHE_SECONDS", 86400.0),

@@ -140,9 +140,11 @@ FOCUS_CHECKPOINT_SECONDS = 30.0
 # be free within FOCUS_PATIENCE seconds (fewer requests spent on poor URLs; 0 turns it off).
 FOCUS_PATIENCE = 2.0
 FOCUS_PATIENCE_MARGIN = 0.25
-# Link-reward learner: credit decay per ancestor hop, exploration weight, and what a page's
-# fetched children can add to its value at most (in relevant pages: a hub that led to many
-# relevant pages is worth up to FOCUS_CREDIT_DECAY x FOCUS_HUB_CAP more than its own reward).
+# Link-reward learner: credit decay per ancestor hop, exploration weight, what a page's fetched
+# children can add to its value at most (in relevant pages: a hub that led to many relevant pages
+# is worth up to FOCUS_CREDIT_DECAY x FOCUS_HUB_CAP more than its own reward), and the link model's
+# step size (AdaGrad; larger learns faster from fewer pages and is noisier).
 FOCUS_CREDIT_DECAY = 0.5
 FOCUS_EXPLORATION = 0.3
 FOCUS_HUB_CAP = 1.5
+FOCUS_LEARNING_RATE = 0.05

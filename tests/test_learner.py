@@ -6,7 +6,7 @@ from focuscrawl.learning.learner import HUB_CAP
 
 
 def feats(url, anchor, parent_score=0.5, parent="http://a.test/"):
-    return link_features(LinkContext(url, anchor, "", parent, parent_score, 1))
+    return link_features(LinkContext(url, anchor, "", parent, parent_score, 2))  # not a seed's link
 
 
 def test_regressor_partial_fit_moves_predictions_toward_targets():
@@ -140,3 +140,32 @@ def test_hub_cap_is_a_setting():
     learner.observe("http://a.test/hub.html", None, feats("http://a.test/hub.html", "x"), 0.1, False)
     learner.observe("http://a.test/1.html", "http://a.test/hub.html", feats("http://a.test/1.html", "x"), 1.0, True)
     assert learner.nodes["http://a.test/hub.html"].value(0.5, learner.hub_cap) == pytest.approx(0.1)
+
+
+def test_learning_rate_is_a_setting_and_sets_the_step_of_a_first_update():
+    from scrapy.settings import Settings
+
+    from focuscrawl.learning.learner import LEARNING_RATE
+    from focuscrawl.scheduler import read_settings
+
+    assert read_settings(Settings())["learner"].model.learning_rate == LEARNING_RATE
+    assert read_settings(Settings({"FOCUS_LEARNING_RATE": "0.2"}))["learner"].model.learning_rate == 0.2
+    with pytest.raises(ValueError, match="FOCUS_LEARNING_RATE must be a number"):
+        read_settings(Settings({"FOCUS_LEARNING_RATE": "fast"}))
+    # AdaGrad: a word's first update moves its weight by less than the step, in proportion to it
+    weights = []
+    for rate in (0.05, 0.2):
+        learner = LinkRewardLearner(exploration=0.0, learning_rate=rate)
+        learner.observe("http://a.test/x.html", "http://a.test/", feats("http://a.test/x.html", "zyzzyva"), -0.2, False,
+                        True)
+        weights.append(learner.model.coef_[learner.model.index("a:zyzzyva")])
+        assert -rate < weights[-1] < 0
+    assert weights[1] == pytest.approx(4 * weights[0])
+
+
+def test_links_on_a_seed_page_start_above_the_same_links_deeper():
+    learner = LinkRewardLearner(exploration=0.0)
+    on_seed = link_features(LinkContext("http://a.test/courses.html", "courses", "", "http://a.test/", 0.1, 1))
+    deeper = link_features(LinkContext("http://a.test/courses.html", "courses", "", "http://a.test/", 0.1, 3))
+    url = "http://a.test/courses.html"
+    assert learner.score(on_seed, url, "http://a.test/") > learner.score(deeper, url, "http://a.test/") + 0.4

@@ -51,3 +51,26 @@ def test_oracles_bound_the_crawl_from_above(demo_web, demo_files, demo_model):
     assert oracle[-1] >= learned[-1] and oracle[-1] > 2 * blind[-1], (oracle[-1], learned[-1], blind[-1])
     labelled = sim.simulate(web, model, relevance, demo_web.seeds, 150, 8, 0.25, 1, "page")
     assert len(labelled) == 150 and labelled[-1] > 0.5 * 150
+
+
+def test_frontier_quality_scores_how_priorities_rank_the_frontier(demo_web, demo_files, demo_model):
+    sim = _simulate_module()
+    values = {"http://a.test/1": 1.5, "http://a.test/2": 1.0, "http://a.test/3": 0.2, "http://a.test/4": 0.0}
+    keys = {sim.url_key(u): v for u, v in values.items()}
+    perfect = sim.frontier_quality(dict(values), keys, top=2)
+    assert perfect == {"auc": 1.0, "top": 1.25, "best": 1.25}
+    reversed_ = sim.frontier_quality({u: -v for u, v in values.items()}, keys, top=2)
+    assert reversed_["auc"] == 0.0 and reversed_["top"] == 0.1 and reversed_["best"] == 1.25
+    # the learned crawl's priorities, probed while it runs, put the demo frontier's best URLs first
+    web = sim.Web(demo_files["warc"], None)
+    relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
+    oracle = sim.oracle_values(web.graph, relevance)
+    seen = []
+
+    def probe(requests, frontier, priority, learner):
+        waiting = {u: priority[u] for u in frontier if u in priority}
+        seen.append((sim.frontier_quality(waiting, oracle), sim.frontier_quality({u: -p for u, p in waiting.items()}, oracle)))
+
+    sim.simulate(web, TopicModel.load(demo_model), relevance, demo_web.seeds, 80, 8, 0.25, 1, probe=probe)
+    learned, backwards = seen[-1]
+    assert learned["top"] > 0.95 * learned["best"] and learned["top"] > backwards["top"] + 0.3, seen[-1]

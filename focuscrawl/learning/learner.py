@@ -46,6 +46,11 @@ DYNAMIC_FEATURES = ("host_yield", "prefix_yield", "host_waste", "prefix_waste", 
 HUB_CAP = 1.5
 #: How many fetches' worth of pooled evidence about new hosts an unseen host starts with.
 UNSEEN_HOST_EVIDENCE = 8.0
+#: Default step size of the link model (setting FOCUS_LEARNING_RATE). AdaGrad gives a word seen for
+#: the first time nearly the whole step, and most link words are seen once or twice: at 0.2 the
+#: words' noise outweighed what they taught (the learned part of a priority ranked the WebKB
+#: frontier no better than chance; BENCHMARKS.md 1b-3).
+LEARNING_RATE = 0.05
 
 
 class OnlineLinearRegressor:
@@ -185,11 +190,17 @@ class _PathNode:
 
 class LinkRewardLearner:
     def __init__(self, credit_decay: float = 0.5, exploration: float = 0.3, credit_hops: int = 3,
-                 max_nodes: int = 200_000, version_every: int = 16, bits: int = 20, hub_cap: float = HUB_CAP):
+                 max_nodes: int = 200_000, version_every: int = 16, bits: int = 20, hub_cap: float = HUB_CAP,
+                 learning_rate: float = LEARNING_RATE):
+        # Priors: the weights the crawl starts from. A link on a seed page ("depth:1") starts at the
+        # worth of a relevant page: the user chose the seeds as ways into the topic's sites, their
+        # links are those sites' navigation, where the hubs are, and the learner lowers the weight
+        # as they turn out poor (BENCHMARKS.md 1b-3).
         self.model = OnlineLinearRegressor(
-            bits=bits, prior={"bias": 0.1, "seed": 0.6, "parent_score": 0.5, "host_yield": 0.3, "prefix_yield": 0.3,
-                               "sibling_yield": 0.3, "host_waste": -0.2, "prefix_waste": -0.2,
-                               "link_score": 0.5, "cross_host": -0.2, "host_unseen": -0.1}
+            bits=bits, learning_rate=learning_rate,
+            prior={"bias": 0.1, "seed": 0.6, "depth:1": 1.0, "parent_score": 0.5, "link_score": 0.5,
+                   "host_yield": 0.3, "prefix_yield": 0.3, "sibling_yield": 0.3, "host_waste": -0.2,
+                   "prefix_waste": -0.2, "cross_host": -0.2, "host_unseen": -0.1},
         )
         self.credit_decay = credit_decay
         self.hub_cap = hub_cap
