@@ -46,10 +46,10 @@ DYNAMIC_FEATURES = ("host_yield", "prefix_yield", "host_waste", "prefix_waste", 
 HUB_CAP = 1.5
 #: How many fetches' worth of pooled evidence about new hosts an unseen host starts with.
 UNSEEN_HOST_EVIDENCE = 8.0
-#: Default step size of the link model (setting FOCUS_LEARNING_RATE). AdaGrad gives a word seen for
-#: the first time nearly the whole step, and most link words are seen once or twice: at 0.2 the
-#: words' noise outweighed what they taught (the learned part of a priority ranked the WebKB
-#: frontier no better than chance; BENCHMARKS.md 1b-3).
+#: Default step size of the link model (setting FOCUS_LEARNING_RATE). AdaGrad's first steps for a
+#: feature are its largest, and most link words are seen once or twice: at 0.2 the words' noise
+#: outweighed what they taught (the learned part of a priority ranked the WebKB frontier no better
+#: than chance; BENCHMARKS.md 1b-3).
 LEARNING_RATE = 0.05
 
 
