@@ -27,7 +27,7 @@ from focuscrawl import signals as focus_signals
 from focuscrawl.frontier import Entry, Frontier, SeenSet
 from focuscrawl.jobdir import JobDir, JobDirError
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
-from focuscrawl.learning.learner import CREDIT_DECAY, HUB_CAP, LEARNING_RATE, is_vector, page_reward
+from focuscrawl.learning.learner import HUB_CAP, LEARNING_RATE, is_vector, page_reward
 from focuscrawl.politeness import DelayPolicy, ExclusionList, HostTiming, RobotsRules, RobotsState, TrapRules
 from focuscrawl.request_codec import LinkPreview, RequestCodec
 from focuscrawl.urls import canonicalize, extension, host_key, robots_url
@@ -704,7 +704,7 @@ def read_settings(s) -> dict:
         ),
         "exclusion": (ExclusionList(exclude_file, number("FOCUS_EXCLUDE_CHECK_SECONDS", 5.0)) if exclude_file
                       else None),
-        "learner": LinkRewardLearner(credit_decay=number("FOCUS_CREDIT_DECAY", CREDIT_DECAY),
+        "learner": LinkRewardLearner(credit_decay=number("FOCUS_CREDIT_DECAY", 0.5),
                                      exploration=number("FOCUS_EXPLORATION", 0.3),
                                      hub_cap=number("FOCUS_HUB_CAP", HUB_CAP),
                                      learning_rate=number("FOCUS_LEARNING_RATE", LEARNING_RATE)),

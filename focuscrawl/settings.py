@@ -144,7 +144,7 @@ FOCUS_PATIENCE_MARGIN = 0.25
 # children can add to its value at most (in relevant pages: a hub that led to many relevant pages
 # is worth up to FOCUS_CREDIT_DECAY x FOCUS_HUB_CAP more than its own reward), and the link model's
 # step size (AdaGrad; larger learns faster from fewer pages and is noisier).
-FOCUS_CREDIT_DECAY = 0.7
+FOCUS_CREDIT_DECAY = 0.5
 FOCUS_EXPLORATION = 0.3
 FOCUS_HUB_CAP = 1.5
 FOCUS_LEARNING_RATE = 0.05

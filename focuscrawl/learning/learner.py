@@ -44,10 +44,6 @@ DYNAMIC_FEATURES = ("host_yield", "prefix_yield", "host_waste", "prefix_waste", 
 #: Default of what a page's fetched children can add to its value, at most (in rewards of
 #: relevant pages; setting FOCUS_HUB_CAP).
 HUB_CAP = 1.5
-#: Default share of its fetched children's worth that a page is credited with (setting
-#: FOCUS_CREDIT_DECAY): 0.7 makes a hub that led to a page and a half's worth of relevant pages
-#: worth about one relevant page itself (BENCHMARKS.md 1b-3).
-CREDIT_DECAY = 0.7
 #: How many fetches' worth of pooled evidence about new hosts an unseen host starts with.
 UNSEEN_HOST_EVIDENCE = 8.0
 #: Default step size of the link model (setting FOCUS_LEARNING_RATE). AdaGrad's first steps for a
@@ -193,16 +189,16 @@ class _PathNode:
 
 
 class LinkRewardLearner:
-    def __init__(self, credit_decay: float = CREDIT_DECAY, exploration: float = 0.3, credit_hops: int = 3,
+    def __init__(self, credit_decay: float = 0.5, exploration: float = 0.3, credit_hops: int = 3,
                  max_nodes: int = 200_000, version_every: int = 16, bits: int = 20, hub_cap: float = HUB_CAP,
                  learning_rate: float = LEARNING_RATE):
         # Priors: the weights the crawl starts from. A link on a seed page ("depth:1") starts at the
-        # worth of a hub: the user chose the seeds as ways into the topic's sites, their links are
-        # those sites' navigation, where the hubs are, and the learner lowers the weight as they
-        # turn out poor (BENCHMARKS.md 1b-3).
+        # worth of a relevant page: the user chose the seeds as ways into the topic's sites, their
+        # links are those sites' navigation, where the hubs are, and the learner lowers the weight
+        # as they turn out poor (BENCHMARKS.md 1b-3).
         self.model = OnlineLinearRegressor(
             bits=bits, learning_rate=learning_rate,
-            prior={"bias": 0.1, "seed": 0.6, "depth:1": 1.25, "parent_score": 0.5, "link_score": 0.5,
+            prior={"bias": 0.1, "seed": 0.6, "depth:1": 1.0, "parent_score": 0.5, "link_score": 0.5,
                    "host_yield": 0.3, "prefix_yield": 0.3, "sibling_yield": 0.3, "host_waste": -0.2,
                    "prefix_waste": -0.2, "cross_host": -0.2, "host_unseen": -0.1},
         )
