@@ -6,6 +6,7 @@ import struct
 import pytest
 
 from focuscrawl.frontier import Entry, Frontier, SeenSet, mercator
+from focuscrawl.urls import host_key
 
 
 def fill(frontier, rows):
@@ -655,6 +656,29 @@ def test_background_rescoring_scores_small_hosts_together_with_the_same_outcome(
     assert together[1] == [900] and len(one_by_one[1]) == 900
     assert together[2:4] == one_by_one[2:4]
     assert [(e.url, e.priority) for e in together[5]] == [(e.url, e.priority) for e in one_by_one[5]]
+
+
+def test_background_rescoring_takes_the_hosts_in_turn():
+    """Each learner update makes every entry stale and re-scores up to half the frontier: the next
+    call goes on after the hosts the last one reached, so every host is refreshed every other
+    update, the big ones as often as the small (the cursor used to move one host a call, so the
+    hosts just after it were re-scored each time and the rest waited)."""
+    f = Frontier()
+    sizes = {"a.example": 40, "b.example": 10, "c.example": 10, "d.example": 40}
+    for host, n in sizes.items():
+        for i in range(n):
+            f.push(host, Entry(0.5, f"http://{host}/{i}", features=((0,), (1.0,))))
+    refreshed = {host: 0 for host in sizes}
+
+    def rescore(entries):
+        for e in entries:
+            refreshed[host_key(e.url)] += 1
+        return [0.5] * len(entries)
+
+    for _ in range(6):
+        f.version += 1  # a learner update: every entry is stale
+        f.rescore_stale(rescore, limit=len(f) // 2)
+    assert {host: n // sizes[host] for host, n in refreshed.items()} == {host: 3 for host in sizes}
 
 
 def test_raw_runs_never_hold_more_records_than_deflate_from():

@@ -580,11 +580,12 @@ class Frontier:
         """Background re-scoring: bring up to ``limit`` stale entries up to date, host by host (a
         whole host at a time, its cold runs too: an entry whose value rose must surface). Small
         hosts are re-scored together, ``_RESCORE_BATCH`` entries a call: a call costs the learner
-        more than a few entries do."""
+        more than a few entries do. The next call starts after the last host this one looked at
+        (round robin): every host is refreshed in turn, the big ones as often as the small."""
         hosts = [name for name, h in self._hosts.items() if h.queue]
         if not hosts:
             return 0
-        done = 0
+        done = visited = 0
         version = _VERSION.pack(self.version)
         pending: list[tuple[_Host, list[bytes], list[bytes]]] = []  # (host, fresh, stale records)
         waiting = 0
@@ -593,6 +594,7 @@ class Frontier:
                 break
             name = hosts[(self._rescore_cursor + step) % len(hosts)]
             h = self._hosts[name]
+            visited += 1
             if not h.has_stale(version):
                 continue
             fresh, stale = [], []
@@ -605,7 +607,7 @@ class Frontier:
                 self._rescore_hosts(pending, rescore)
                 pending, waiting = [], 0
         self._rescore_hosts(pending, rescore)
-        self._rescore_cursor += 1
+        self._rescore_cursor = (self._rescore_cursor + visited) % len(hosts)
         self.rescored += done
         return done
 
