@@ -274,6 +274,13 @@ class FocusScheduler:
             return self._release(host, request, entry)
         return None
 
+    def _timing(self, host: str) -> HostTiming:
+        """The host's response times and back-off (created on first use)."""
+        timing = self.timing.get(host)
+        if timing is None:
+            timing = self.timing[host] = HostTiming()
+        return timing
+
     def _worth_waiting(self, entry: Entry, now: float) -> bool:
         """Patience: a request is a cost. When a clearly better URL sits at a host that will be
         free within FOCUS_PATIENCE seconds, wait for it rather than spend a request on a worse
@@ -285,7 +292,7 @@ class FocusScheduler:
             return False
         horizon = now + self.patience
         busy = [host for host in self.inflight
-                if self.delays.next_ready(host, self.timing.setdefault(host, HostTiming()), now) <= horizon]
+                if self.delays.next_ready(host, self._timing(host), now) <= horizon]
         best = self.frontier.best_soon(now, self.patience, busy)
         return best > entry.priority + self.patience_margin
 
@@ -443,7 +450,7 @@ class FocusScheduler:
             self.stats.inc_value("focus/refused/robots_unreachable", len(dropped))
 
     def _apply_robots(self, host: str, rules: RobotsRules) -> None:
-        timing = self.timing.setdefault(host, HostTiming())
+        timing = self._timing(host)
         requested = rules.crawl_delay(self.agent)
         if requested:
             within = self.delays.set_crawl_delay(timing, requested)
@@ -462,7 +469,7 @@ class FocusScheduler:
             return
         request.meta["focus_got_response"] = True
         request.meta["focus_status"] = response.status
-        timing = self.timing.setdefault(host, HostTiming())
+        timing = self._timing(host)
         self.delays.record_response(timing, request.meta.get("download_latency"), response.status,
                                     response.headers.get(b"Retry-After"), time.monotonic())
         if response.status in (429, 503):
@@ -474,7 +481,7 @@ class FocusScheduler:
             return
         del self.inflight[host]
         now = time.monotonic()
-        timing = self.timing.setdefault(host, HostTiming())
+        timing = self._timing(host)
         if not request.meta.get("focus_got_response"):
             self.delays.record_response(timing, None, None, None, now)  # network error: back off
             if request.meta.get("focus_robots_for") is None:
@@ -501,7 +508,7 @@ class FocusScheduler:
         host = request.meta.get("focus_host")
         finished = self._robots_pending.pop(host, None)
         if finished is not None:
-            self._free(host, self.delays.next_ready(host, self.timing.setdefault(host, HostTiming()), finished))
+            self._free(host, self.delays.next_ready(host, self._timing(host), finished))
 
     # --- feedback from the spider (the learner's reward) --------------------------------------
     def _on_page_scored(self, request, response, page, links=None, spider=None):

@@ -120,9 +120,14 @@ def _unescape(raw: bytes) -> bytes:
     return raw.replace(b"\xfe\x01", b"\xff").replace(b"\xfe\x00", b"\xfe")
 
 
+def _header(priority: float, seq: int, version: int) -> bytes:
+    """A record's first ``_FLAG`` bytes: order key, seq, version."""
+    return _HEAD.pack(_order_key(priority), seq, version)
+
+
 def _restamp(record: bytes, priority: float, seq: int, version: int) -> bytes:
     """``record`` under a new header: its URL (and blob) as they are, nothing decoded."""
-    return _HEAD.pack(_order_key(priority), seq, version) + record[_FLAG:]
+    return _header(priority, seq, version) + record[_FLAG:]
 
 
 def _order_key(priority: float) -> int:
@@ -365,7 +370,7 @@ class _Host:
 
     # --- records <-> entries --------------------------------------------------------------------
     def encode(self, entry: Entry, seq: int, codec: Codec | None) -> bytes:
-        head = _HEAD.pack(_order_key(entry.priority), seq, entry.version)
+        head = _header(entry.priority, seq, entry.version)
         packed = b""
         if entry.payload is not None or entry.features is not None:
             blob = codec.pack(entry) if codec is not None else None
@@ -559,7 +564,7 @@ class Frontier:
             entry.priority, entry.version = priority, version
             seq = self._next_seq()
             if record[_FLAG] == _RICH:
-                out.append(h.keep(entry, seq, _HEAD.pack(_order_key(priority), seq, version)))
+                out.append(h.keep(entry, seq, _header(priority, seq, version)))
             else:
                 out.append(_restamp(record, priority, seq, version))
         return out
