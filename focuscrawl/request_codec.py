@@ -70,13 +70,11 @@ class RequestCodec:
     def preview(self, url: str, blob: bytes) -> tuple[LinkPreview, Any]:
         """What re-scoring reads, without rebuilding the Request: ``(LinkPreview(parent), features)``
         (the features as read-only views of the blob: re-scoring reads them, keeps nothing)."""
-        features, end = _unpack_features(blob, copy=False)
-        parent, _ = _unpack_parent(blob, end)
+        features, parent, _ = _unpack_link(blob, copy=False)
         return LinkPreview(parent), features
 
     def unpack(self, url: str, blob: bytes) -> tuple[Request, Any]:
-        features, end = _unpack_features(blob)
-        parent, end = _unpack_parent(blob, end)
+        features, parent, end = _unpack_link(blob)
         row_url, callback, errback, meta, priority, dont_filter, extras = pickle.loads(memoryview(blob)[end:])
         d = {"url": url if row_url is None else row_url, "callback": callback, "errback": errback, "meta": _unpack_meta(meta, parent),
              "priority": priority, "dont_filter": dont_filter, **(extras or {})}
@@ -87,14 +85,6 @@ class LinkPreview(NamedTuple):
     """A packed entry as re-scoring sees it: the canonical URL of the page its link was on."""
 
     parent: str | None
-
-
-def _unpack_parent(blob: bytes, start: int) -> tuple[str | None, int]:
-    (n,) = _COUNT.unpack_from(blob, start)
-    start += _COUNT.size
-    if n == _NO_PARENT:
-        return None, start
-    return bytes(blob[start:start + n]).decode("utf-8", "surrogatepass"), start + n
 
 
 def _pack_features(features) -> bytes | None:
@@ -109,16 +99,24 @@ def _pack_features(features) -> bytes | None:
     return _COUNT.pack(len(idx)) + idx.tobytes() + val.tobytes()
 
 
-def _unpack_features(blob: bytes, copy: bool = True) -> tuple[Any, int]:
+def _unpack_link(blob: bytes, copy: bool = True) -> tuple[Any, str | None, int]:
     """The features (new arrays that own their memory, or with ``copy=False`` read-only views of
-    ``blob``) and where the Request's bytes start."""
+    ``blob``), the canonical parent URL, and where the Request's bytes start (one call: re-scoring
+    reads the first two of every queued URL)."""
     (n,) = _COUNT.unpack_from(blob)
-    if n == _NO_FEATURES:
-        return None, _COUNT.size
     start = _COUNT.size
-    idx = np.frombuffer(blob, np.int32, n, start)
-    val = np.frombuffer(blob, np.float32, n, start + 4 * n)
-    return ((idx.copy(), val.copy()) if copy else (idx, val)), start + 8 * n
+    if n == _NO_FEATURES:
+        features = None
+    else:
+        idx = np.frombuffer(blob, np.int32, n, start)
+        val = np.frombuffer(blob, np.float32, n, start + 4 * n)
+        features = (idx.copy(), val.copy()) if copy else (idx, val)
+        start += 8 * n
+    (n,) = _COUNT.unpack_from(blob, start)
+    start += _COUNT.size
+    if n == _NO_PARENT:
+        return features, None, start
+    return features, bytes(blob[start:start + n]).decode("utf-8", "surrogatepass"), start + n
 
 
 _SAME_AS_PARENT = ...  # in a packed meta tuple: parent_url is the blob's (canonical) parent URL

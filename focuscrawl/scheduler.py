@@ -14,6 +14,7 @@ Feedback arrives through signals: ``response_downloaded`` (latency, status, Retr
 
 from __future__ import annotations
 
+import gc
 import logging
 import socket
 import time
@@ -114,9 +115,14 @@ class FocusScheduler:
             self._restoring = True
             self._restore()
             self._restoring = False
+        # What exists now (Scrapy, Twisted, the models: ~170,000 objects) lives as long as the
+        # crawl: frozen, it is left out of the garbage collector's full passes, which otherwise
+        # stall the reactor ~100 ms each (every host's next request late by as much).
+        gc.freeze()
         return None
 
     def close(self, reason):
+        gc.unfreeze()
         if self._wakeup is not None and self._wakeup.active():
             self._wakeup.cancel()
         if self.job is not None:
@@ -382,9 +388,9 @@ class FocusScheduler:
 
     def _rescore(self, entries: list[Entry]) -> list[float]:
         """New priorities; a packed entry comes as a LinkPreview (its parent), not a Request."""
-        links = [e for e in entries if e.features is not None]
-        parents = [e.payload.parent if isinstance(e.payload, LinkPreview) else _parent(e.payload) for e in links]
-        scores = iter(self.learner.score_many([(e.features, e.url, p) for e, p in zip(links, parents)]))
+        scores = iter(self.learner.score_many([
+            (e.features, e.url, e.payload.parent if type(e.payload) is LinkPreview else _parent(e.payload))
+            for e in entries if e.features is not None]))
         return [ROBOTS_PRIORITY if e.features is None else next(scores) for e in entries]
 
     def _schedule_wakeup(self, soon: bool = False) -> None:

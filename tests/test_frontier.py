@@ -633,6 +633,34 @@ def test_a_packed_entry_requeued_goes_back_as_its_record_without_packing_again()
     assert len(drained) == 200 and Counting.packed == 201
 
 
+def test_a_packed_entry_put_back_and_popped_next_is_not_unpacked_again():
+    """A request held back (popped, put back, popped again: patience, robots.txt) comes back as
+    the same object, not unpacked again; once another entry was popped in between, as an equal one."""
+    class Counting(BytesCodec):
+        unpacked = 0
+
+        def unpack(self, url, blob):
+            Counting.unpacked += 1
+            return super().unpack(url, blob)
+
+    f = Frontier(codec=Counting())
+    for host, entry in packable(["a", "b"], 50):
+        f.push(host, entry)
+    host, entry = f.pop(0.0)
+    for _ in range(3):
+        f.requeue(host, entry)
+        f.release(host, 0.0)
+        assert f.pop(0.0) == (host, entry) and f._hosts[host].lent[0] is entry
+    assert Counting.unpacked == 1
+    f.requeue(host, entry)  # the host stays busy: another host's entry is popped first
+    other_host, other = f.pop(0.0)
+    assert other_host != host and Counting.unpacked == 2
+    f.release(other_host, 1.0)
+    f.release(host, 0.0)
+    host_again, again = f.pop(0.0)
+    assert host_again == host and again is not entry and same(again, entry) and Counting.unpacked == 3
+
+
 def test_background_rescoring_scores_small_hosts_together_with_the_same_outcome(monkeypatch):
     """Many small hosts are re-scored in one call of the rescorer (a call costs the learner more
     than a few entries), and the records, sequence numbers and heaps are those that re-scoring

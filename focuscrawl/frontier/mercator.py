@@ -19,13 +19,14 @@ first 12 bytes (the *key*) are unique and order records. An entry with no payloa
 prefix when it has it) and comes back from ``pop``/``entries``/``prune``/``drop_host`` as an
 equal ``Entry`` (same priority, url, version), not the same object. An entry with a payload or
 features is *packed* when the frontier has a ``codec`` that packs it: a compact record followed by
-``_ESC`` and the codec's bytes (escaped so that they hold no ``_SEP``; the ``_PACKED`` flag bit
-says so), which goes cold like any compact record and comes back as an equal ``Entry`` whose
-payload and features the codec unpacked (new objects; one just popped and ``requeue``d goes back
-as its record, not packed again). Otherwise (no codec, or the codec declines it) such an entry is
-*rich*: kept as the object itself (``_Host.rich``, keyed by seq) behind a record with no URL, and
-handed back as that object. A crawler's entry costs ~2.5 KB as objects (a request, its meta, a
-feature vector), a few hundred bytes packed (less once deflated in a cold run).
+``_ESC`` and the codec's bytes as they are (the ``_PACKED`` flag bit says so), which goes cold
+like any compact record and comes back as an equal ``Entry`` whose payload and features the
+codec unpacked (new objects; one just popped and ``requeue``d goes back as its record, not packed
+again, and if popped next, comes back as that same object). Otherwise (no codec, or the codec
+declines it) such an entry is *rich*: kept as the object itself (``_Host.rich``, keyed by seq)
+behind a record with no URL, and handed back as that object. A crawler's entry costs ~2.5 KB as
+objects (a request, its meta, a feature vector), a few hundred bytes packed (less once deflated in
+a cold run).
 
 Host queue = a small *hot* heap plus *cold* sorted runs. A ``bytes`` object costs ~50 bytes
 over its content (~110 bytes a compact record, with its heap slot), so 10^7 records as objects
@@ -65,10 +66,13 @@ import struct
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate
 from typing import Any, Protocol
 
 # rescore(entries) -> new priorities, one per entry
 Rescorer = Callable[[list["Entry"]], list[float]]
+# unpack(url, blob) -> (payload, features): a codec's ``unpack`` or ``preview``
+Unpack = Callable[[str, bytes], tuple[Any, Any]]
 
 
 class Codec(Protocol):
@@ -105,19 +109,9 @@ _HOT_KEEP = 8  # compact records left in the hot heap by a spill
 _HOT_MAX = 40  # compact records in the hot heap that make a push spill (at least)
 _BLOCK = 16  # records per deflated block (at most 255: a one-byte count)
 _ZLEVEL = 1  # level 6 saves ~2% of the bytes for ~20% more time
-_SEP = b"\xff"  # never in UTF-8 (nor in surrogatepass output): separates a block's URLs
-_ESC = b"\xfe"  # never in UTF-8 either: ends a packed record's URL, escapes _ESC and _SEP in its blob
+_ESC = b"\xfe"  # never in UTF-8 (nor in surrogatepass output): ends a packed record's URL
+_LENGTHS = [struct.Struct(f">{n}I") for n in range(_BLOCK + 1)]  # lengths of a block's records past the header
 _RESCORE_BATCH = 1024  # entries unpacked at a time by background re-scoring (bounds the memory)
-
-
-def _escape(blob: bytes) -> bytes:
-    return blob.replace(b"\xfe", b"\xfe\x00").replace(b"\xff", b"\xfe\x01")
-
-
-def _unescape(raw: bytes) -> bytes:
-    if b"\xfe" not in raw:  # most blobs: nothing was escaped
-        return raw
-    return raw.replace(b"\xfe\x01", b"\xff").replace(b"\xfe\x00", b"\xfe")
 
 
 def _header(priority: float, seq: int, version: int) -> bytes:
@@ -144,16 +138,20 @@ def _priority(key: int) -> float:
 
 def _pack(records: list[bytes]) -> bytes:
     """A block: the first record's key in clear, then the deflated records, column-wise (count,
-    headers, URLs) since like columns compress better together."""
-    raw = bytes((len(records),)) + b"".join([r[:_HEADER] for r in records]) + _SEP.join([r[_HEADER:] for r in records])
+    headers, the lengths of the rest, the rest: URLs and blobs) since like columns compress better
+    together. Lengths, not separators: a blob may hold any byte, and is stored as it is."""
+    tails = [r[_HEADER:] for r in records]
+    raw = (bytes((len(records),)) + b"".join([r[:_HEADER] for r in records])
+           + _LENGTHS[len(tails)].pack(*map(len, tails)) + b"".join(tails))
     return records[0][:_KEY] + zlib.compress(raw, _ZLEVEL, -15)
 
 
 def _unpack(block: bytes) -> list[bytes]:
     raw = zlib.decompress(block[_KEY:], -15)
-    end = 1 + _HEADER * raw[0]
-    heads = raw[1:end]
-    return [heads[i:i + _HEADER] + url for i, url in zip(range(0, end - 1, _HEADER), raw[end:].split(_SEP))]
+    n = raw[0]
+    heads = 1 + _HEADER * n
+    bounds = list(accumulate(_LENGTHS[n].unpack_from(raw, heads), initial=heads + 4 * n))
+    return [raw[h:h + _HEADER] + raw[a:b] for h, a, b in zip(range(1, heads, _HEADER), bounds, bounds[1:])]
 
 
 class _Run:
@@ -376,7 +374,7 @@ class _Host:
             blob = codec.pack(entry) if codec is not None else None
             if blob is None:
                 return self.keep(entry, seq, head)
-            packed = _ESC + _escape(blob)
+            packed = _ESC + blob
         url = entry.url
         prefix = self.prefix
         if prefix is None:
@@ -397,26 +395,21 @@ class _Host:
         self.rich[seq] = entry
         return head + _FLAGS[_RICH]
 
-    def decode(self, record: bytes, codec: Codec | None, forget: bool = False, preview: bool = False) -> Entry:
-        """The entry of a record; ``preview``: a packed one as the codec's ``preview`` sees it
-        (for re-scoring), when the codec has one."""
+    def decode(self, record: bytes, unpack: Unpack | None, forget: bool = False) -> Entry:
+        """The entry of a record; a packed one's payload and features by ``unpack`` (the codec's
+        ``unpack``, or its ``preview`` for re-scoring)."""
         key, seq, version = _HEAD.unpack_from(record)
         flag = record[_FLAG]
         if flag == _RICH:
             return self.rich.pop(seq) if forget else self.rich[seq]
-        tail, blob = record[_HEADER:], None
-        if flag & _PACKED:
-            cut = tail.index(_ESC)
-            tail, blob = tail[:cut], _unescape(tail[cut + 1:])
-        url = tail.decode("utf-8", "surrogatepass")
+        if not flag & _PACKED:
+            url = record[_HEADER:].decode("utf-8", "surrogatepass")
+            return Entry(_priority(key), url if flag & _FULL else self.prefix + url, None, None, version)
+        cut = record.index(_ESC, _HEADER)
+        url = record[_HEADER:cut].decode("utf-8", "surrogatepass")
         if not flag & _FULL:
             url = self.prefix + url
-        if blob is None:
-            payload, features = None, None
-        elif preview and hasattr(codec, "preview"):
-            payload, features = codec.preview(url, blob)
-        else:
-            payload, features = codec.unpack(url, blob)
+        payload, features = unpack(url, record[cut + 1:])
         return Entry(_priority(key), url, payload, features, version)
 
 
@@ -428,6 +421,10 @@ class Frontier:
         self.capacity = capacity
         self.prune_slack = prune_slack
         self.codec = codec  # packs entries with a payload or features (None: they stay objects)
+        # how packed records are decoded, resolved once: in full, and for re-scoring (the codec's
+        # cheaper preview when it has one)
+        self._unpack = codec.unpack if codec is not None else None
+        self._preview = getattr(codec, "preview", self._unpack)
         # cold runs written while the frontier holds fewer entries stay raw (not deflated): see deflating()
         self.deflate_from = deflate_from
         self.version = 0
@@ -437,6 +434,7 @@ class Frontier:
         self._seq = 0
         self._size = 0
         self._rescore_cursor = 0
+        self._kept: tuple[bytes, Entry] | None = None  # the packed entry last put back, and its record
         self.rescored = 0
         self.pruned = 0
 
@@ -545,7 +543,11 @@ class Frontier:
                 self._file_ready(h)
                 continue
             record = h.pop()
-            entry = h.decode(record, self.codec, forget=True)
+            kept, self._kept = self._kept, None
+            if kept is not None and kept[0] is record:  # put back and popped again: not unpacked again
+                entry = kept[1]
+            else:
+                entry = h.decode(record, self._unpack, forget=True)
             h.lent = (entry, record) if record[_FLAG] & _PACKED else None
             self._size -= 1
             h.busy = True
@@ -554,18 +556,19 @@ class Frontier:
             return host, entry
         return None
 
-    def _rescored(self, records: list[tuple[_Host, bytes]], rescore: Rescorer) -> list[bytes]:
-        """The records (taken out of their hosts) re-scored under the current version, in one call
-        of the rescorer: new headers, the same URLs and blobs (a rich entry is kept again, with
-        its new priority and version)."""
-        entries = [h.decode(r, self.codec, forget=True, preview=True) for h, r in records]
+    def _rescored(self, hosts: list[_Host], records: list[bytes], rescore: Rescorer) -> list[bytes]:
+        """The records (taken out of their hosts, ``hosts`` alongside) re-scored under the current
+        version, in one call of the rescorer: new headers, the same URLs and blobs (a rich entry is
+        kept again, with its new priority and version)."""
+        preview = self._preview
+        entries = [h.decode(r, preview, forget=True) for h, r in zip(hosts, records)]
         version, out = self.version, []
-        for (h, record), entry, priority in zip(records, entries, rescore(entries)):
-            entry.priority, entry.version = priority, version
+        for h, record, entry, priority in zip(hosts, records, entries, rescore(entries)):
             seq = self._next_seq()
             if record[_FLAG] == _RICH:
+                entry.priority, entry.version = priority, version
                 out.append(h.keep(entry, seq, _header(priority, seq, version)))
-            else:
+            else:  # the entry (a preview) is dropped: only its record is kept
                 out.append(_restamp(record, priority, seq, version))
         return out
 
@@ -575,8 +578,8 @@ class Frontier:
         while budget > 0 and h.queue and h.top_version() != version:
             batch = []
             while h.queue and h.top_version() != version and len(batch) < min(budget, 32):
-                batch.append((h, h.pop()))
-            for record in self._rescored(batch, rescore):
+                batch.append(h.pop())
+            for record in self._rescored([h] * len(batch), batch, rescore):
                 h.push(record)
             budget -= len(batch)
             self.rescored += len(batch)
@@ -619,16 +622,11 @@ class Frontier:
     def _rescore_hosts(self, pending: list[tuple[_Host, list[bytes], list[bytes]]], rescore: Rescorer) -> None:
         """Re-score the stale records of the hosts, ``_RESCORE_BATCH`` at a time (new sequence
         numbers in host order, as one host at a time would give them), and store each host anew."""
+        hosts = [h for h, _, stale in pending for _ in stale]
+        records = [r for _, _, stale in pending for r in stale]
         rescored: list[bytes] = []
-        batch: list[tuple[_Host, bytes]] = []
-        for h, _, stale in pending:
-            for record in stale:
-                batch.append((h, record))
-                if len(batch) == _RESCORE_BATCH:
-                    rescored += self._rescored(batch, rescore)
-                    batch = []
-        if batch:
-            rescored += self._rescored(batch, rescore)
+        for i in range(0, len(records), _RESCORE_BATCH):
+            rescored += self._rescored(hosts[i:i + _RESCORE_BATCH], records[i:i + _RESCORE_BATCH], rescore)
         start = 0
         for h, fresh, stale in pending:
             fresh += rescored[start:start + len(stale)]
@@ -642,11 +640,17 @@ class Frontier:
     def requeue(self, host: str, entry: Entry) -> None:
         """Put back an entry that was popped but not fetched (the host stays busy). The packed
         entry last popped from the host goes back as its record, not packed again: with its
-        priority and version as they are now, its payload and features as they were popped."""
+        priority and version as they are now, its payload and features as they were popped. If
+        that record is the next one popped (a request held back and tried again), the entry comes
+        back as this same object, not unpacked again: put entries back unchanged."""
         h = self._host(host)
         lent, h.lent = h.lent, None
-        same = lent is not None and lent[0] is entry
-        self._add(h, entry, _restamp(lent[1], entry.priority, self._next_seq(), entry.version) if same else None)
+        if lent is not None and lent[0] is entry:
+            record = _restamp(lent[1], entry.priority, self._next_seq(), entry.version)
+            self._add(h, entry, record)
+            self._kept = (record, entry)
+        else:
+            self._add(h, entry)
         if h.in_ready and not h.busy:
             self._schedule(h)
 
@@ -750,7 +754,7 @@ class Frontier:
         h = self._hosts.get(host)
         if h is None:
             return []
-        entries = [h.decode(r, self.codec) for r in h.records()]
+        entries = [h.decode(r, self._unpack) for r in h.records()]
         h.clear()
         h.rich = None
         h.in_ready = False
@@ -774,7 +778,7 @@ class Frontier:
         out = []
         for name, keys in removed.items():
             h = self._hosts[name]
-            out += [h.decode(r, self.codec, forget=True) for r in h.drop(keys)]
+            out += [h.decode(r, self._unpack, forget=True) for r in h.drop(keys)]
             if h.in_ready and not h.busy:
                 self._schedule(h)
         self._size -= len(out)
@@ -785,11 +789,11 @@ class Frontier:
     def entries(self) -> Iterable[tuple[str, Entry]]:
         for name, h in self._hosts.items():
             for record in h.records():
-                yield name, h.decode(record, self.codec)
+                yield name, h.decode(record, self._unpack)
 
     def __getstate__(self):
         # each host's entries best first: re-encoded in this order, equal priorities keep their order
-        hosts = {name: ([h.decode(r, self.codec) for r in sorted(h.records())], h.ready_at)
+        hosts = {name: ([h.decode(r, self._unpack) for r in sorted(h.records())], h.ready_at)
                  for name, h in self._hosts.items()}
         return {"capacity": self.capacity, "prune_slack": self.prune_slack, "codec": self.codec,
                 "deflate_from": self.deflate_from, "version": self.version, "hosts": hosts, "pruned": self.pruned,
