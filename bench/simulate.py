@@ -5,7 +5,7 @@ timing, so two runs of one command differ a lot; telling two strategies apart ne
 This simulation replays the same decisions in seconds, with a seed for the randomness:
 
 - the same cores: ``focuscrawl.learning`` (features, learner, credit, ``page_reward``: the
-  scheduler's rewards) and the topic model's page and link scores (``TopicModel.score`` /
+  scheduler's rewards, hits from the model's ``even_odds_score`` as FOCUS_REWARD_THRESHOLD's default) and the topic model's page and link scores (``TopicModel.score`` /
   ``score_links``);
 - the same politeness shape: ``--slots`` requests per round, one per host, best-first over the
   whole frontier, and patience (a URL more than ``--margin`` below the best waits);
@@ -57,7 +57,7 @@ from focuscrawl.replay import RecordedWeb
 from focuscrawl.replay.linkgraph import PAGE, REDIRECT, LinkGraph, SamePage, load_aliases
 from focuscrawl.replay.metrics import Relevance, load_labels, reachable_relevant
 from focuscrawl.replay.recorded import url_key
-from focuscrawl.settings import FOCUS_DENY_EXTENSIONS, FOCUS_RELEVANCE_THRESHOLD
+from focuscrawl.settings import FOCUS_DENY_EXTENSIONS
 from focuscrawl.urls import canonicalize, extension, host_key
 
 SEEDS = ["http://www.cs.cornell.edu/", "http://www.cs.utexas.edu/", "http://www.cs.washington.edu/",
@@ -116,6 +116,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     seeds = list(seeds)
     rng.shuffle(seeds)
     learner = LinkRewardLearner()
+    hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
     deny = set(FOCUS_DENY_EXTENSIONS)
     frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)
     seen: set[str] = set()
@@ -155,12 +156,12 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
             else:
                 score = model.score(title, text)
             page_scores[key] = score
-        relevant = score >= FOCUS_RELEVANCE_THRESHOLD
-        learner.observe(url, parent, vector, page_reward(score, relevant), relevant, False)
+        hit = score >= hit_threshold
+        learner.observe(url, parent, vector, page_reward(score, hit), hit, False)
         if relevance.is_relevant_key(key):
             found.add(relevance.page_of_key(key))
             curve[-1] = len(found)
-        hops = 0 if relevant else hops + 1
+        hops = 0 if hit else hops + 1
         for (anchor, context, link), link_score in zip(links, model.score_links(links)):
             enqueue(link, url, anchor, context, score, depth + 1, hops, round(link_score, 4))
 

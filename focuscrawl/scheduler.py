@@ -517,10 +517,12 @@ class FocusScheduler:
             self._free(host, self.delays.next_ready(host, self._timing(host), finished))
 
     # --- feedback from the spider (the learner's reward) --------------------------------------
-    def _on_page_scored(self, request, response, page, links=None, spider=None):
+    def _on_page_scored(self, request, response, page, links=None, hit=None, spider=None):
+        """``hit``: the page counts as found for the learner (FOCUS_REWARD_THRESHOLD); without it,
+        the item's relevance."""
         meta = request.meta
         wasted = page.score is None
-        relevant = not wasted and bool(page.relevant)
+        relevant = not wasted and bool(page.relevant if hit is None else hit)
         reward = page_reward(page.score, relevant)
         self.learner.observe(canonicalize(page.final_url or request.url), _parent(request),
                              meta.get("focus_features"), reward, relevant, wasted)
@@ -538,7 +540,7 @@ class FocusScheduler:
         know about (traps and mirrors show up as duplicates); with JOBDIR, a stored page must
         not be fetched again on resume."""
         if getattr(item, "duplicate_of", None):
-            self.learner.mark_wasted(canonicalize(item.final_url or item.url), bool(item.relevant))
+            self.learner.mark_wasted(canonicalize(item.final_url or item.url))
             self.stats.inc_value("focus/learner/duplicates_punished")
         done = {canonicalize(u) for u in (getattr(item, "url", None), getattr(item, "final_url", None)) if u}
         for url in done:
@@ -689,9 +691,12 @@ def read_settings(s) -> dict:
     over_cap = s.get("FOCUS_CRAWL_DELAY_OVER_CAP", "cap")
     if over_cap not in ("cap", "skip"):
         raise ValueError(f"FOCUS_CRAWL_DELAY_OVER_CAP must be 'cap' or 'skip', not {over_cap!r}")
-    threshold = number("FOCUS_RELEVANCE_THRESHOLD", 0.5)  # used by the spider; checked here with the rest
-    if threshold > 1:
-        raise ValueError(f"FOCUS_RELEVANCE_THRESHOLD is a probability (0 to 1), not {threshold}")
+    # used by the spider (None, the reward threshold's default, is the model's even-odds score);
+    # checked here with the rest
+    for name in ("FOCUS_RELEVANCE_THRESHOLD", "FOCUS_REWARD_THRESHOLD"):
+        threshold = number(name, 0.5)
+        if threshold > 1:
+            raise ValueError(f"{name} is a probability (0 to 1), not {threshold}")
     exclude_file = s.get("FOCUS_EXCLUDE_FILE")
     try:
         per_host = {k: float(v["delay"]) for k, v in slots.items() if "delay" in v}

@@ -79,6 +79,11 @@ LOG_LEVEL = "INFO"
 # --- focuscrawl settings (FOCUS_*) and their defaults ----------------------------------------
 # Relevance: pages scoring at or above this probability are relevant (become exported items).
 FOCUS_RELEVANCE_THRESHOLD = 0.5
+# The link learner's hits: pages scoring at or above this count as found (full reward, and the
+# hops-since-relevant count restarts). None: the model's even-odds score (its training share of
+# negative examples, e.g. 0.83 for WebKB's course), stricter than the items' threshold for a
+# minority topic: chasing borderline pages leads the crawl to more look-alikes.
+FOCUS_REWARD_THRESHOLD = None
 # Path of the topic model (joblib); the spider argument ``-a model=`` overrides it.
 FOCUS_MODEL = None
 # SQLite crawl store path; None means JOBDIR/crawl.db when JOBDIR is set, else ./crawl.db.

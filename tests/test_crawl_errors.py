@@ -59,6 +59,8 @@ def test_bad_threshold(tmp_path, demo_model):
     ("DOWNLOAD_DELAY=-1", "DOWNLOAD_DELAY"),
     ("FOCUS_BUDGET=lots", "FOCUS_BUDGET"),
     ("FOCUS_RELEVANCE_THRESHOLD=7", "FOCUS_RELEVANCE_THRESHOLD"),
+    ("FOCUS_REWARD_THRESHOLD=lots", "FOCUS_REWARD_THRESHOLD"),
+    ("FOCUS_REWARD_THRESHOLD=1.5", "FOCUS_REWARD_THRESHOLD"),
     ("FOCUS_EXCLUDE_FILE=/nonexistent/exclude.txt", "exclusion list"),
 ])
 def test_bad_settings(tmp_path, demo_model, setting, words):

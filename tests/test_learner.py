@@ -86,9 +86,14 @@ def test_a_duplicate_found_later_counts_as_waste():
     f = feats("http://a.test/print/1.html", "printable")
     learner.observe("http://a.test/print/1.html", "http://a.test/", f, 1.0, True)
     before = learner.score(f, "http://a.test/print/2.html", "http://a.test/")
-    learner.mark_wasted("http://a.test/print/1.html", relevant_before=True)
+    learner.mark_wasted("http://a.test/print/1.html")  # counted as a hit when observed: no longer
     assert learner.hosts["a.test"].relevant == 0 and learner.hosts["a.test"].wasted == 1
     assert learner.score(f, "http://a.test/print/2.html", "http://a.test/") < before
+    # a page that was no hit takes no hit back
+    learner.observe("http://a.test/print/3.html", "http://a.test/", f, 1.0, True)
+    learner.observe("http://a.test/print/4.html", "http://a.test/", f, 0.2, False)
+    learner.mark_wasted("http://a.test/print/4.html")
+    assert learner.hosts["a.test"].relevant == 1 and learner.hosts["a.test"].wasted == 2
 
 
 def test_an_unseen_host_is_judged_by_how_new_hosts_have_paid_off():

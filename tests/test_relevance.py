@@ -289,6 +289,16 @@ def test_training_refuses_without_negatives(pages):
         train_topic_model(examples_of(pages), [" "])
 
 
+def test_even_odds_score_undoes_the_class_balancing(pages):
+    """Trained class-balanced, the model scores as if half the pages were on topic: with 4 on-topic
+    examples in 16, a page is as likely on topic as not where the model says 12/16."""
+    model, _ = train_topic_model(examples_of(pages[:4] + pages[12:]), ["course"], cv_folds=2)
+    assert model.even_odds_score == pytest.approx(12 / 16)
+    balanced, _ = train_topic_model(examples_of(pages), ["course"], cv_folds=2)
+    assert balanced.even_odds_score == pytest.approx(0.5)
+    assert TopicModel(balanced.pipeline, {}).even_odds_score == 0.5  # counts unknown: no correction
+
+
 def test_save_load_round_trip(tmp_path, pages):
     model, report = train_topic_model(examples_of(pages), ["course"], cv_folds=3)
     path = tmp_path / "models" / "course.joblib"

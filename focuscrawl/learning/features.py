@@ -42,7 +42,7 @@ class LinkContext:
     parent_url: str | None = None
     parent_score: float | None = None  # None for seeds
     depth: int = 0
-    hops_since_relevant: int = 0  # 0: the parent page was relevant (or this is a seed)
+    hops_since_relevant: int = 0  # 0: the parent page was a hit for the learner (or this is a seed)
     link_score: float | None = None  # the topic model's score of the link's own words
 
 

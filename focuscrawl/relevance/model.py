@@ -91,6 +91,19 @@ class TopicModel:
     def positive_labels(self) -> list[str]:
         return list(self.metadata.get("positive_labels", []))
 
+    @property
+    def even_odds_score(self) -> float:
+        """The score at which a page is as likely on topic as not, at the base rate the model was
+        trained on. The classifier is trained class-balanced, as if half of all pages were on
+        topic, so its probability overstates a minority topic; undoing the balancing puts even
+        odds at the training share of negative examples (0.5 when it is not known). The learner
+        counts a page as a hit from this score: crediting borderline look-alikes (a course's
+        syllabus for a course) sends the crawl after more of them (BENCHMARKS.md 1b-4)."""
+        n_pos, n_neg = self.metadata.get("n_positive"), self.metadata.get("n_negative")
+        if not isinstance(n_pos, int) or not isinstance(n_neg, int) or n_pos <= 0 or n_neg <= 0:
+            return 0.5
+        return n_neg / (n_pos + n_neg)
+
     def score(self, title: str, text: str) -> float:
         return self.score_many([(title, text)])[0]
 

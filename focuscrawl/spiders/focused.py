@@ -76,6 +76,10 @@ class FocusedSpider(scrapy.Spider):
         threshold = kwargs.get("threshold")
         spider.threshold = float(threshold) if threshold is not None else settings.getfloat(
             "FOCUS_RELEVANCE_THRESHOLD", 0.5)
+        reward = settings.get("FOCUS_REWARD_THRESHOLD")  # checked (0 to 1) by the scheduler
+        spider.reward_threshold = spider.model.even_odds_score if reward is None else float(reward)
+        logger.info("pages scoring %.2f or more are relevant items; the link learner counts %.2f or more "
+                    "as found", spider.threshold, spider.reward_threshold)
         return spider
 
     async def start(self):
@@ -144,10 +148,11 @@ class FocusedSpider(scrapy.Spider):
                 self.crawler.stats.inc_value("focus/pages/relevant")
         else:
             self.crawler.stats.inc_value(f"focus/pages/unscored/{response.status}")
+        hit = page.score is not None and page.score >= self.reward_threshold and not page.extra.get("noindex")
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=response,
-                                            page=page, links=links)
+                                            page=page, links=links, hit=hit)
         yield page
-        hops = 0 if page.relevant else request.meta.get("focus_link", {}).get("hops", 0) + 1
+        hops = 0 if hit else request.meta.get("focus_link", {}).get("hops", 0) + 1
         depth = request.meta.get("depth", 0) + 1
         # The link model (or the topic model) reads each link's words (anchor, context, URL): a
         # good bet before the learner knows anything about the link's host and path.
@@ -172,7 +177,7 @@ class FocusedSpider(scrapy.Spider):
                         extra={"error": failure.getErrorMessage()[:300], **_explanation(request)})
         self.crawler.stats.inc_value("focus/pages/failed")
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=None,
-                                            page=page, links=[])
+                                            page=page, links=[], hit=False)
         return page
 
     def _page_for(self, response) -> PageItem:

@@ -1,0 +1,46 @@
+"""The focused spider's part in learning: which fetched pages the link learner counts as found."""
+
+import pytest
+from scrapy import Request
+from scrapy.http import HtmlResponse
+from scrapy.utils.test import get_crawler
+
+from focuscrawl import signals as focus_signals
+from focuscrawl.relevance import TopicModel
+from focuscrawl.spiders.focused import FocusedSpider
+
+PAGE = b"""<html><head><title>Astronomy lecture notes</title></head><body>
+<p>Telescopes, comets and the orbits of planets: this week's lecture notes.</p>
+<a href="/next.html">next lecture</a> <a href="/other.html">other</a></body></html>"""
+
+
+def parse(model_path, **settings):
+    """Parse one page; returns (the page_scored signal's arguments, the page, the link requests)."""
+    crawler = get_crawler(FocusedSpider, {"FOCUS_MODEL": str(model_path), **settings})
+    crawler._apply_settings()
+    spider = FocusedSpider.from_crawler(crawler, seeds="http://a.test/")
+    sent = []
+    crawler.signals.connect(lambda **kwargs: sent.append(kwargs), signal=focus_signals.page_scored, weak=False)
+    request = Request("http://a.test/notes.html", meta={"depth": 1, "focus_link": {"anchor": "notes", "hops": 2}})
+    response = HtmlResponse(request.url, body=PAGE, headers={"Content-Type": "text/html"}, request=request)
+    page, *links = list(spider.parse(response))
+    return spider, sent[0], page, links
+
+
+def test_the_learner_counts_a_page_as_found_from_the_reward_threshold(demo_model):
+    spider, signal, page, links = parse(demo_model, FOCUS_REWARD_THRESHOLD=0.0, FOCUS_RELEVANCE_THRESHOLD=1.0)
+    assert signal["hit"] is True and not page.relevant  # the two thresholds are independent
+    assert links and all(r.meta["focus_link"]["hops"] == 0 for r in links)
+
+    spider, signal, page, links = parse(demo_model, FOCUS_REWARD_THRESHOLD=1.0, FOCUS_RELEVANCE_THRESHOLD=0.0)
+    assert signal["hit"] is False and page.relevant
+    assert all(r.meta["focus_link"]["hops"] == 3 for r in links)  # hops count from the last hit
+
+
+def test_by_default_the_reward_threshold_is_the_models_even_odds_score(demo_model):
+    spider, signal, page, _ = parse(demo_model)
+    model = TopicModel.load(demo_model)
+    assert spider.reward_threshold == pytest.approx(model.even_odds_score)
+    assert spider.reward_threshold == pytest.approx(model.metadata["n_negative"]
+                                                    / (model.metadata["n_positive"] + model.metadata["n_negative"]))
+    assert signal["hit"] == (page.score >= spider.reward_threshold)
