@@ -30,6 +30,8 @@ def parse(model_path, **settings):
 def test_the_learner_counts_a_page_as_found_from_the_reward_threshold(demo_model):
     spider, signal, page, links = parse(demo_model, FOCUS_REWARD_THRESHOLD=0.0, FOCUS_RELEVANCE_THRESHOLD=1.0)
     assert signal["hit"] is True and not page.relevant  # the two thresholds are independent
+    assert spider.crawler.stats.get_value("focus/pages/hits") == 1
+    assert not spider.crawler.stats.get_value("focus/pages/relevant")
     assert links and all(r.meta["focus_link"]["hops"] == 0 for r in links)
 
     spider, signal, page, links = parse(demo_model, FOCUS_REWARD_THRESHOLD=1.0, FOCUS_RELEVANCE_THRESHOLD=0.0)

@@ -149,6 +149,8 @@ class FocusedSpider(scrapy.Spider):
         else:
             self.crawler.stats.inc_value(f"focus/pages/unscored/{response.status}")
         hit = page.score is not None and page.score >= self.reward_threshold and not page.extra.get("noindex")
+        if hit:
+            self.crawler.stats.inc_value("focus/pages/hits")  # found, for the learner (FOCUS_REWARD_THRESHOLD)
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=response,
                                             page=page, links=links, hit=hit)
         yield page
