@@ -124,3 +124,12 @@ def test_export_command_writes_the_same_relevant_pages(crawl):
     crawled = {json.loads(l)["url"] for l in (out / "relevant.jsonl").read_text().splitlines()}
     exported = {json.loads(l)["url"] for l in (out / "again.jsonl").read_text().splitlines()}
     assert exported == crawled
+
+
+def test_connections_to_the_proxy_are_kept_alive_for_every_host(crawl):
+    """Behind a proxy every host shares the proxy's pool key: the pool keeps as many idle
+    connections as requests can be in flight (CONCURRENT_REQUESTS), not one, so requests reuse
+    connections instead of opening one each."""
+    records = crawl["server"]
+    connections = {r["conn"] for r in records}
+    assert len(records) > 100 and len(connections) <= 16
