@@ -106,6 +106,17 @@ def frontier_quality(priority: dict[str, float], values: dict[str, float], top: 
             "best": float(np.sort(value)[::-1][:top].mean()) if urls else 0.0}
 
 
+def rank_probe(marks: list[int], values: dict[str, float], quality: dict[int, list[dict]]):
+    """A ``probe`` for one simulated run: appends the frontier's ``frontier_quality`` to
+    ``quality[mark]`` once, when the run first reaches each of ``marks`` requests."""
+    pending = sorted(marks)
+
+    def probe(requests, frontier, priority, learner):
+        while pending and requests >= pending[0]:
+            quality[pending.pop(0)].append(frontier_quality({u: priority[u] for u in frontier if u in priority}, values))
+    return probe
+
+
 def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
              margin: float, seed: int, oracle: str = "off", values: dict[str, float] | None = None,
              probe=None) -> list[int]:
@@ -232,16 +243,10 @@ def main(argv=None) -> int:
         reachable = len(reachable_relevant(web.graph, SEEDS, relevance))
         values = oracle_values(web.graph, relevance) if args.oracle == "value" or marks else None
         quality: dict[int, list[dict]] = {mark: [] for mark in marks}
-
-        def probe(requests, frontier, priority, learner):
-            for mark in marks:
-                if requests >= mark and len(quality[mark]) < run:
-                    quality[mark].append(frontier_quality({u: priority[u] for u in frontier if u in priority}, values))
-
         curves = []
         for run in range(1, args.runs + 1):
             curves.append(simulate(web, model, relevance, SEEDS, args.budget, args.slots, args.margin, run, args.oracle,
-                                   values, probe if marks else None))
+                                   values, rank_probe(marks, values, quality) if marks else None))
         for mark, rows in quality.items():
             if rows:
                 ranking.append(f"| {target} | {mark} | {np.nanmean([r['auc'] for r in rows]):.3f} | "

@@ -74,3 +74,9 @@ def test_frontier_quality_scores_how_priorities_rank_the_frontier(demo_web, demo
     sim.simulate(web, TopicModel.load(demo_model), relevance, demo_web.seeds, 80, 8, 0.25, 1, probe=probe)
     learned, backwards = seen[-1]
     assert learned["top"] > 0.95 * learned["best"] and learned["top"] > backwards["top"] + 0.3, seen[-1]
+    # --rank: one measure per run at each mark, whatever the order of the marks
+    quality = {20: [], 60: []}
+    for run in (1, 2):
+        sim.simulate(web, TopicModel.load(demo_model), relevance, demo_web.seeds, 80, 8, 0.25, run,
+                     probe=sim.rank_probe([60, 20], oracle, quality))
+    assert [len(rows) for rows in quality.values()] == [2, 2]
