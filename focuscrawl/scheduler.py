@@ -118,11 +118,15 @@ class FocusScheduler:
         # What exists now (Scrapy, Twisted, the models: ~170,000 objects) lives as long as the
         # crawl: frozen, it is left out of the garbage collector's full passes, which otherwise
         # stall the reactor ~100 ms each (every host's next request late by as much).
-        gc.freeze()
+        # An application that manages the collector itself (it froze objects already) is left alone.
+        self._froze_gc = gc.get_freeze_count() == 0
+        if self._froze_gc:
+            gc.freeze()
         return None
 
     def close(self, reason):
-        gc.unfreeze()
+        if getattr(self, "_froze_gc", False):
+            gc.unfreeze()
         if self._wakeup is not None and self._wakeup.active():
             self._wakeup.cancel()
         if self.job is not None:

@@ -202,12 +202,24 @@ def test_patience_waits_only_for_a_busy_host_that_can_be_free_within_it():
 def test_what_exists_when_the_crawl_opens_is_frozen_for_the_garbage_collector_until_it_closes():
     """Full collections would walk Scrapy, Twisted and the models on every pass (~100 ms stalls of
     the reactor in a WebKB crawl): frozen at open, unfrozen at close."""
-    scheduler = make_scheduler()
-    scheduler.crawler.engine = SimpleNamespace(downloader=SimpleNamespace(_delay=1.0, _jitter=0.5,
-                                                                          per_slot_settings={}))
-    scheduler.open(scheduler.spider)
+    def opened():
+        scheduler = make_scheduler()
+        scheduler.crawler.engine = SimpleNamespace(downloader=SimpleNamespace(_delay=1.0, _jitter=0.5,
+                                                                              per_slot_settings={}))
+        scheduler.open(scheduler.spider)
+        return scheduler
+
+    scheduler = opened()
     try:
         assert gc.get_freeze_count() > 0
     finally:
         scheduler.close("finished")
     assert gc.get_freeze_count() == 0
+    # an application that froze objects itself keeps them frozen: the scheduler leaves the collector alone
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        opened().close("finished")
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
