@@ -5,8 +5,8 @@ timing, so two runs of one command differ a lot; telling two strategies apart ne
 This simulation replays the same decisions in seconds, with a seed for the randomness:
 
 - the same cores: ``focuscrawl.learning`` (features, learner, credit, ``page_reward``: the
-  scheduler's rewards, hits from the model's ``even_odds_score`` as FOCUS_REWARD_THRESHOLD's default) and the topic model's page and link scores (``TopicModel.score`` /
-  ``score_links``);
+  scheduler's rewards, with hits from the model's ``even_odds_score``, FOCUS_REWARD_THRESHOLD's
+  default) and the topic model's page and link scores (``TopicModel.score`` / ``score_links``);
 - the same politeness shape: ``--slots`` requests per round, one per host, best-first over the
   whole frontier, and patience (a URL more than ``--margin`` below the best waits);
 - the same accounting as ``scrapy evaluate`` (``focuscrawl.replay.metrics``): every request

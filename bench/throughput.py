@@ -143,7 +143,7 @@ def main() -> None:
                              proxy, work, {}, args.timeout)
             stock_n, stock_rate, stock_pages = rate(proxy)
 
-    print(f"{'crawler':<14}{'requests':>10}{'pages/s':>10}{'200s/s':>9}{'wall s':>9}")
+    print(f"{'crawler':<14}{'requests':>10}{'req/s':>10}{'200s/s':>9}{'wall s':>9}")
     print(f"{'focuscrawl':<14}{focus_n:>10}{focus_rate:>10.1f}{focus_pages:>9.1f}{focus_wall:>9.1f}")
     print(f"{'stock Scrapy':<14}{stock_n:>10}{stock_rate:>10.1f}{stock_pages:>9.1f}{stock_wall:>9.1f}")
     if stock_rate:

@@ -53,7 +53,7 @@ def test_credit_flows_back_to_the_hub_that_led_to_relevant_pages():
     # credit goes further up: the page that linked to the hub gains too
     assert learner.nodes.get("http://a.test/") is None  # never fetched: nothing to credit
     # a child found to be a duplicate later takes its contribution back
-    learner.mark_wasted("http://a.test/astro/9.html", relevant_before=True)
+    learner.mark_wasted("http://a.test/astro/9.html")
     assert hub.children_value == 8.0
 
 

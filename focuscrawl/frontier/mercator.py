@@ -402,13 +402,13 @@ class _Host:
         flag = record[_FLAG]
         if flag == _RICH:
             return self.rich.pop(seq) if forget else self.rich[seq]
-        if not flag & _PACKED:
-            url = record[_HEADER:].decode("utf-8", "surrogatepass")
-            return Entry(_priority(key), url if flag & _FULL else self.prefix + url, None, None, version)
-        cut = record.index(_ESC, _HEADER)
+        packed = flag & _PACKED
+        cut = record.index(_ESC, _HEADER) if packed else len(record)
         url = record[_HEADER:cut].decode("utf-8", "surrogatepass")
         if not flag & _FULL:
             url = self.prefix + url
+        if not packed:
+            return Entry(_priority(key), url, None, None, version)
         payload, features = unpack(url, record[cut + 1:])
         return Entry(_priority(key), url, payload, features, version)
 

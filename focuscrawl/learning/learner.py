@@ -361,15 +361,14 @@ class LinkRewardLearner:
             self._train(parent)
             node = parent
 
-    def mark_wasted(self, url: str, relevant_before: bool | None = None) -> None:
+    def mark_wasted(self, url: str) -> None:
         """A page turned out to be worthless after all (e.g. a near-duplicate of one already
-        found): count it as waste where it was counted, and teach its link that.
-        ``relevant_before``: whether it was counted as a hit (default: as ``observe`` rewarded it)."""
+        found): count it as waste where it was counted (a hit taken back if ``observe`` counted
+        one), and teach its link that."""
         node = self.nodes.get(url)
         if node is None:
             return
-        if relevant_before is None:
-            relevant_before = node.reward >= page_reward(1.0, True)
+        relevant_before = node.reward >= page_reward(1.0, True)
         places = [(self.hosts, host_key(url)), (self.prefixes, path_prefix(url))]
         if node.parent:
             places.append((self.children, node.parent))

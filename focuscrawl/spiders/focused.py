@@ -124,7 +124,7 @@ class FocusedSpider(scrapy.Spider):
     def parse(self, response):
         request = response.request
         page = self._page_for(response)
-        links = []
+        links, hit = [], False  # hit: the page counts as found for the learner (FOCUS_REWARD_THRESHOLD)
         content_type = page.content_type.split(";")[0].strip().lower()
         if response.status == 200 and (content_type in HTML_TYPES or not content_type):
             # parse_html reads the header's charset from content_type (and distrusts it when it lies)
@@ -134,6 +134,7 @@ class FocusedSpider(scrapy.Spider):
             noindex, nofollow = parsed.noindex or header_noindex, parsed.nofollow or header_nofollow
             page.score = self.model.score(parsed.title, parsed.text)
             page.relevant = page.score >= self.threshold and not noindex
+            hit = page.score >= self.reward_threshold and not noindex
             page.content_hash = content_hash(parsed.text)
             if noindex:
                 page.extra["noindex"] = True
@@ -146,11 +147,10 @@ class FocusedSpider(scrapy.Spider):
             self.crawler.stats.inc_value("focus/pages/scored")
             if page.relevant:
                 self.crawler.stats.inc_value("focus/pages/relevant")
+            if hit:
+                self.crawler.stats.inc_value("focus/pages/hits")
         else:
             self.crawler.stats.inc_value(f"focus/pages/unscored/{response.status}")
-        hit = page.score is not None and page.score >= self.reward_threshold and not page.extra.get("noindex")
-        if hit:
-            self.crawler.stats.inc_value("focus/pages/hits")  # found, for the learner (FOCUS_REWARD_THRESHOLD)
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=response,
                                             page=page, links=links, hit=hit)
         yield page
