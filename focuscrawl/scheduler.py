@@ -39,6 +39,9 @@ ROBOTS_PRIORITY = float("inf")
 ROBOTS_SETTLE_TIMEOUT = 60.0
 ROBOTS_POLL_SECONDS = 0.25
 RESCORE_MAX = 20_000  # entries re-scored in the background per learner update, at most
+#: ... of which at most this many in one reactor turn, the rest in the turns after: at 15-30 us an
+#: entry, a whole pass over a large frontier would stall every download and callback 0.3-0.7 s
+RESCORE_CHUNK = 2048
 #: Queued URLs from which the frontier deflates its cold runs: below it they stay raw (~650 B a
 #: packed URL instead of ~220 B, 32 MB at most), which spares background re-scoring the inflating
 #: and deflating of every run it rewrites (~1/6 of its cost on WebKB)
@@ -88,6 +91,8 @@ class FocusScheduler:
         self._wakeup = None
         self._last_checkpoint = time.monotonic()
         self._background_version = self.learner.version
+        self._rescore_left = 0  # entries still due in the current background pass
+        self._rescore_call = None  # the reactor call that takes the pass on
         self.spider = None
 
     @classmethod
@@ -127,8 +132,9 @@ class FocusScheduler:
     def close(self, reason):
         if getattr(self, "_froze_gc", False):
             gc.unfreeze()
-        if self._wakeup is not None and self._wakeup.active():
-            self._wakeup.cancel()
+        for call in (self._wakeup, self._rescore_call):
+            if call is not None and call.active():
+                call.cancel()
         if self.job is not None:
             self._checkpoint()
             self.job.close()
@@ -536,7 +542,30 @@ class FocusScheduler:
             self.frontier.version += 1
             # entries whose value rose since they were queued must surface: refresh a good share
             # of the frontier each time (bounded), not only what reaches the top of a host queue
-            self.frontier.rescore_stale(self._rescore, limit=min(RESCORE_MAX, max(256, len(self.frontier) // 2)))
+            self._rescore_left = min(RESCORE_MAX, max(256, len(self.frontier) // 2))
+            self._rescore_chunk()
+
+    def _rescore_chunk(self) -> None:
+        """One reactor turn's share of the background pass (RESCORE_CHUNK entries); the rest in
+        the turns after, between downloads and callbacks. A newer learner version starts a new
+        pass where this one stands (the frontier's round robin goes on)."""
+        if self._rescore_left <= 0:
+            return
+        done = self.frontier.rescore_stale(self._rescore, limit=min(self._rescore_left, RESCORE_CHUNK))
+        self._rescore_left = self._rescore_left - done if done else 0  # none done: nothing is stale
+        if self._rescore_left > 0 and self._rescore_call is None:
+            self._rescore_call = self._call_soon(self._rescore_next_chunk)
+
+    def _rescore_next_chunk(self) -> None:
+        self._rescore_call = None
+        self._rescore_chunk()
+
+    @staticmethod
+    def _call_soon(func):
+        """``func`` in a later reactor turn (a cancellable call)."""
+        from twisted.internet import reactor  # here, not at import: Scrapy installs the reactor first
+
+        return reactor.callLater(0, func)
 
     # --- spill, checkpoint and resume (JOBDIR) -----------------------------------------------
     def _on_item_done(self, item, response=None, spider=None, exception=None):

@@ -223,3 +223,55 @@ def test_what_exists_when_the_crawl_opens_is_frozen_for_the_garbage_collector_un
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+class FakeCall:
+    """A pending reactor call the test runs by hand."""
+
+    def __init__(self, func):
+        self.func, self.cancelled, self.called = func, False, False
+
+    def active(self):
+        return not (self.cancelled or self.called)
+
+    def cancel(self):
+        self.cancelled = True
+
+    def run(self):
+        self.called = True
+        self.func()
+
+
+def test_background_rescoring_of_a_large_frontier_is_spread_over_reactor_turns(monkeypatch):
+    """A learner update re-scores up to half the frontier; at 15-30 us an entry, doing it in one go
+    at 10^5-10^6 queued URLs stalled every download and callback 0.3-0.7 s. One chunk now runs at
+    once, the rest in later reactor turns; a newer update never queues a second call, and close()
+    cancels what is pending."""
+    import focuscrawl.scheduler as module
+
+    monkeypatch.setattr(module, "RESCORE_CHUNK", 40)
+    scheduler = make_scheduler()
+    calls = []
+    scheduler._call_soon = lambda func: calls.append(FakeCall(func)) or calls[-1]
+    for request in link_requests(scheduler.spider, 300):
+        scheduler.enqueue_request(request)
+    wasted = SimpleNamespace(score=None, relevant=False, final_url=None)
+    request = Request("http://h0.test/gone.html", meta={"focus_host": "h0.test"})
+
+    def learner_moves_on():
+        scheduler.learner.version += 1
+        scheduler._on_page_scored(request, None, wasted)
+
+    learner_moves_on()
+    first = scheduler.frontier.rescored
+    assert 40 <= first < 150 and len(calls) == 1  # one chunk (whole hosts of 100) now, the rest later
+    while calls[-1].active():
+        calls[-1].run()
+    # the pass (256 entries: half the frontier, at least 256) took three chunks of one host each
+    assert scheduler.frontier.rescored == 300 and len(calls) == 2
+
+    learner_moves_on()
+    learner_moves_on()  # a pass is pending: the new one takes it on, no second call
+    assert sum(call.active() for call in calls) == 1
+    scheduler.close("finished")
+    assert not any(call.active() for call in calls) and calls[-1].cancelled

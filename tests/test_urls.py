@@ -1,3 +1,7 @@
+import random
+from urllib.parse import urlsplit
+
+from focuscrawl import urls
 from focuscrawl.urls import canonicalize, extension, host_key, path_prefix, robots_url, url_tokens
 
 
@@ -26,3 +30,36 @@ def test_tokens_prefix_extension():
     assert path_prefix("http://x.test/a.html") == "x.test/"
     assert extension("http://x.test/a/file.PDF") == "pdf"
     assert extension("http://x.test/a/") == ""
+
+
+def test_host_and_path_read_without_urlsplit_are_urlsplits():
+    """Host keys and path prefixes of canonical URLs are read by a regular expression (re-scoring
+    asks for 20,000 at a time, past the caches); for every URL they equal what urlsplit gives."""
+    def reference_host(url):
+        try:
+            parts = urlsplit(url)
+            host, port = (parts.hostname or "").rstrip("."), parts.port
+        except ValueError:
+            return ""
+        return host if port is None or port == urls.DEFAULT_PORTS.get(parts.scheme.lower()) else f"{host}:{port}"
+
+    odd = ["http://a.test/x/y.html", "https://a.test", "http://a.test?q=1", "http://a.test#f", "http://A.test/",
+           "HTTP://a.test/", "http://a.test:8080/x", "http://a.test:80/x", "http://u@a.test/", "http://[::1]/x",
+           "http://a.test./x", "http://a.test/x\ty", "http://a.test\\x", " http://a.test/", "http://a.test/x y/",
+           "http:///x", "ftp://a.test/x", "http://a..test//x//y/", "http://a.test/\u00e9t\u00e9/"]
+    rng = random.Random(7)
+    chars = "abz09.-_:@[]/?#%\t\n :;=&~A"
+    for _ in range(20_000):
+        url = (rng.choice(["http://", "https://", "HTTPS://", "http:/", ""])
+               + "".join(rng.choice("abz09.-" if rng.random() < 0.8 else chars) for _ in range(rng.randint(0, 10)))
+               + rng.choice(["", "/", "?", "#", ":8080", "/a/b.html", ":443/x"])
+               + "".join(rng.choice(chars) for _ in range(rng.randint(0, 16))))
+        odd.append(url)
+    for url in odd:
+        host_key.cache_clear()
+        assert host_key(url) == reference_host(url), url
+        try:
+            expected = [s for s in urlsplit(url).path.split("/") if s]
+        except ValueError:
+            continue
+        assert urls.path_segments(url) == expected, url
