@@ -724,3 +724,42 @@ def test_raw_runs_never_hold_more_records_than_deflate_from():
     f.version = 1
     f.rescore_stale(lambda entries: [e.priority for e in entries], limit=10**6)  # rewrites every host
     assert run_kinds(f) == {True} and len(f) == 3000
+
+
+@pytest.mark.parametrize("deflate_from", [0, 10**9])
+def test_a_deep_host_is_rescored_a_bounded_part_at_a_time_best_first(deflate_from):
+    """A host bigger than a call's limit is not re-scored whole in one call (a host with 10^5 queued
+    URLs held the reactor ~5 s on every learner update): each call takes its best stale entries (a
+    block more at most), the next calls go on with it. Pops and pushes between the calls keep exact
+    priority order, rich and packed entries come through whole, and no entry is lost or doubled."""
+    f = Frontier(codec=BytesCodec(), deflate_from=deflate_from)
+    rows = packable(["deep.example"], 3000, keep_every=50) + packable(["small.example"], 40, seed=9)
+    before = {e.url: (e.priority, e.payload, e.features) for _, e in rows}  # kept objects are re-scored in place
+    for host, entry in rows:
+        f.push(host, entry)
+    deep = f._hosts["deep.example"]
+    assert deep.cold > 2000 and len(deep.runs) >= 1
+    f.version = 1
+    seen = []
+
+    def flip(entries):
+        seen.extend(e.url for e in entries)
+        return [1.0 - e.priority for e in entries]
+
+    calls = []
+    while done := f.rescore_stale(flip, limit=500):
+        calls.append(done)
+        assert done <= 500 + 16  # the limit, a block more at most
+        if len(calls) == 2:  # the crawl goes on between calls: pops and a push
+            drain_some(f, 25)
+            f.push("deep.example", Entry(0.99, "https://deep.example/new", b"\xfe\x01", (0.5,), version=1))
+    assert len(calls) >= 6 and sum(calls) == len(seen) == len(set(seen)) >= 3040 - 25  # each once at most
+    assert len(deep.runs or ()) <= 12  # the re-scored lots are merged as spills are
+    left = drain_entries(f)
+    assert [e.priority for e in left] == sorted((e.priority for e in left), reverse=True)  # exact order
+    assert all(e.version == 1 for e in left) and len(left) == 3040 - 25 + 1
+    for e in left:
+        if e.url != "https://deep.example/new":
+            priority, payload, features = before[e.url]
+            assert (e.payload, e.features) == (payload, features)
+            assert e.priority == pytest.approx(1.0 - priority)

@@ -193,6 +193,15 @@ class _Run:
         self.size -= 1
         return record
 
+    def take_best(self, n: int) -> list[bytes]:
+        """Remove and return at least ``n`` of the best records (whole blocks, or all), best first."""
+        out = self.front[::-1] if self.front else []
+        self.front = None
+        while len(out) < n and self.blocks:
+            out += self._open(self.blocks.pop())
+        self.size -= len(out)
+        return out
+
     def records(self) -> list[bytes]:
         """The records, best first."""
         out = self.front[::-1] if self.front else []
@@ -341,16 +350,21 @@ class _Host:
             hot = records[:_HOT_KEEP]  # sorted: already a heap
         self.queue = hot
         cold = records[_HOT_KEEP:]
+        self.add_run(cold)
+        self.cold += len(cold)
+        self.cold_head = min(run.head() for run in self.runs)
+
+    def add_run(self, records: list[bytes]) -> None:
+        """A new run of ``records`` (sorted), merged LSM-style with the newest runs while the older
+        of the last two is no bigger (the caller keeps ``cold`` and ``cold_head``)."""
         runs = self.runs
         if runs is None:
             runs = self.runs = []
         deflate = self.owner.deflating()
-        runs.append(_Run(cold, deflate))
+        runs.append(_Run(records, deflate))
         while len(runs) > 1 and runs[-2].size <= runs[-1].size:
             newer, older = runs.pop(), runs.pop()
             runs.append(_Run(sorted(older.records() + newer.records()), deflate))
-        self.cold += len(cold)
-        self.cold_head = min(run.head() for run in runs)
 
     def _refill(self) -> None:
         """Move the best cold record to the hot heap, which restores the invariant. One record, not
@@ -588,8 +602,10 @@ class Frontier:
         """Background re-scoring: bring up to ``limit`` stale entries up to date, host by host (a
         whole host at a time, its cold runs too: an entry whose value rose must surface). Small
         hosts are re-scored together, ``_RESCORE_BATCH`` entries a call: a call costs the learner
-        more than a few entries do. The next call starts after the last host this one looked at
-        (round robin): every host is refreshed in turn, the big ones as often as the small."""
+        more than a few entries do. A host bigger than what is left of ``limit`` gets its best
+        stale entries re-scored (a block more at most) and the call ends there; the next call
+        goes on with it. The next call starts after the last host this one finished (round robin):
+        every host is refreshed in turn, the big ones as often as the small."""
         hosts = [name for name, h in self._hosts.items() if h.queue]
         if not hosts:
             return 0
@@ -602,9 +618,17 @@ class Frontier:
                 break
             name = hosts[(self._rescore_cursor + step) % len(hosts)]
             h = self._hosts[name]
-            visited += 1
             if not h.has_stale(version):
+                visited += 1
                 continue
+            if h.size() > max(limit - done, _RESCORE_BATCH):
+                # too big for what is left of this call: its best stale records now, the rest in
+                # the calls after (the cursor stays on it), never a whole deep host in one call
+                self._rescore_hosts(pending, rescore)
+                pending, waiting = [], 0
+                done += self._rescore_part(h, limit - done, version, rescore)
+                break
+            visited += 1
             fresh, stale = [], []
             for r in h.records():
                 (fresh if r[_KEY:_FLAG] == version else stale).append(r)
@@ -618,6 +642,43 @@ class Frontier:
         self._rescore_cursor = (self._rescore_cursor + visited) % len(hosts)
         self.rescored += done
         return done
+
+    def _rescore_part(self, h: _Host, budget: int, version: bytes, rescore: Rescorer) -> int:
+        """Re-score about ``budget`` of a host's stale records, the best first: stale hot records,
+        then the best blocks of its stale cold runs, each taken lot stored as a new (fresh) run.
+        What is left stays where it is, stale, for the next call. Returns the records re-scored."""
+        hot = sorted(r for r in h.queue if r[_KEY:_FLAG] != version)[:budget]
+        if hot:
+            taken = set(hot)
+            h.queue = [r for r in h.queue if r not in taken] + self._rescored_batches(h, hot, rescore)
+            heapq.heapify(h.queue)
+        done = len(hot)
+        while done < budget:
+            stale_runs = [run for run in h.runs or () if run.version != version]
+            if not stale_runs:
+                break
+            run = min(stale_runs, key=_Run.head)
+            taken = run.take_best(budget - done)
+            if not run.size:
+                h.runs.remove(run)
+            stale = [r for r in taken if r[_KEY:_FLAG] != version]
+            fresh = [r for r in taken if r[_KEY:_FLAG] == version]
+            h.add_run(sorted(fresh + self._rescored_batches(h, stale, rescore)))
+            done += len(stale)
+        if h.runs:
+            h.cold_head = min(run.head() for run in h.runs)
+            if not h.queue or h.cold_head < h.queue[0]:
+                h._refill()  # the best cold record, better than the hot best now: hot again
+        if h.in_ready and not h.busy:
+            self._schedule(h)
+        return done
+
+    def _rescored_batches(self, h: _Host, records: list[bytes], rescore: Rescorer) -> list[bytes]:
+        """``_rescored`` over records of one host, ``_RESCORE_BATCH`` at a time (bounds the memory)."""
+        out: list[bytes] = []
+        for i in range(0, len(records), _RESCORE_BATCH):
+            out += self._rescored([h] * len(records[i:i + _RESCORE_BATCH]), records[i:i + _RESCORE_BATCH], rescore)
+        return out
 
     def _rescore_hosts(self, pending: list[tuple[_Host, list[bytes], list[bytes]]], rescore: Rescorer) -> None:
         """Re-score the stale records of the hosts, ``_RESCORE_BATCH`` at a time (new sequence
