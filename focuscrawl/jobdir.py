@@ -3,7 +3,10 @@ killed at any moment (SIGKILL included) resumes without fetching a completed pag
 without losing a discovered URL.
 
 - The snapshot (``focus-frontier.pickle``) holds the frontier, seen set, learner and host
-  state; it is written to a temporary file and renamed, so it is never torn.
+  state; it is written to a temporary file and renamed, so it is never torn. Its ``format``
+  (``SNAPSHOT_FORMAT``; none before 2) says how it holds the frontier: 2 keeps the packed records
+  as the frontier stores them (``packed``), beside the rows of the entries it keeps as objects and
+  of the requests in flight (``entries``); before 2, ``entries`` holds every row.
 - The journal (``focus-journal-<generation>.pickle``) records, since that snapshot, every URL
   added to the frontier (``enq``), every request released to the downloader (``deq``) and every
   page whose item reached the store (``done``). It is flushed before a request is released, so
@@ -25,6 +28,7 @@ logger = logging.getLogger(__name__)
 SNAPSHOT = "focus-frontier.pickle"
 SPILL = "focus-spill.pickle"
 SNAPSHOT_KEYS = frozenset({"entries", "seen", "learner", "released", "timing", "host_admitted", "robots"})
+SNAPSHOT_FORMAT = 2  # how the snapshot holds the frontier; a newer one is refused, not misread
 
 
 class JobDirError(Exception):
@@ -53,6 +57,9 @@ class JobDir:
                 missing = SNAPSHOT_KEYS - set(state) if isinstance(state, dict) else SNAPSHOT_KEYS
                 if missing:
                     raise ValueError(f"not a focuscrawl snapshot (missing {', '.join(sorted(missing))})")
+                if state.get("format", 1) > SNAPSHOT_FORMAT:
+                    raise ValueError(f"snapshot format {state['format']} is newer than this focuscrawl's "
+                                     f"({SNAPSHOT_FORMAT})")
             except Exception as exc:  # noqa: BLE001 - any unreadable file means: start afresh
                 raise JobDirError(f"cannot resume from {snapshot}: {exc}") from exc
             self.generation = state.get("generation", 0)
@@ -74,7 +81,7 @@ class JobDir:
     def save(self, state: dict[str, Any]) -> None:
         """Write a new snapshot and start a new, empty journal."""
         old = self.generation
-        state = dict(state, generation=old + 1)
+        state = dict(state, generation=old + 1, format=SNAPSHOT_FORMAT)
         tmp = os.path.join(self.path, SNAPSHOT + ".tmp")
         with open(tmp, "wb") as handle:
             pickle.dump(state, handle, protocol=pickle.HIGHEST_PROTOCOL)

@@ -12,19 +12,21 @@ the Request, in the spider-independent form of spills and checkpoints
 where they are not the default, no URL when it is the entry's (canonical) one, and the spider's
 usual meta (``depth`` + ``focus_link``) as values only (~90 bytes less than a pickled dict).
 Re-scoring reads only the features and the parent (``preview``): no Request is rebuilt for it.
+A JOBDIR checkpoint keeps the frontier's packed records as they are; ``packed_rows`` reads them back
+as the rows of the dict form its other entries have (``unpack_dict``: no spider needed).
 """
 
 from __future__ import annotations
 
 import pickle
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
 from scrapy import Request
 
-from focuscrawl.frontier.mercator import Entry
+from focuscrawl.frontier.mercator import Entry, read_stored, record_priority
 
 _COUNT = struct.Struct("<H")
 _NO_FEATURES = 0xFFFF
@@ -74,11 +76,32 @@ class RequestCodec:
         return LinkPreview(parent), features
 
     def unpack(self, url: str, blob: bytes) -> tuple[Request, Any]:
-        features, parent, end = _unpack_link(blob)
-        row_url, callback, errback, meta, priority, dont_filter, extras = pickle.loads(memoryview(blob)[end:])
-        d = {"url": url if row_url is None else row_url, "callback": callback, "errback": errback, "meta": _unpack_meta(meta, parent),
-             "priority": priority, "dont_filter": dont_filter, **(extras or {})}
+        d, features = unpack_dict(url, blob)
         return self.from_dict(d), features
+
+
+def unpack_dict(url: str, blob: bytes) -> tuple[dict, Any]:
+    """A blob's Request in the spider-independent form ``to_dict`` gave ``pack``, and its features:
+    what a checkpoint's reader needs, with no spider at hand."""
+    features, parent, end = _unpack_link(blob)
+    row_url, callback, errback, meta, priority, dont_filter, extras = pickle.loads(memoryview(blob)[end:])
+    d = {"url": url if row_url is None else row_url, "callback": callback, "errback": errback,
+         "meta": _unpack_meta(meta, parent), "priority": priority, "dont_filter": dont_filter, **(extras or {})}
+    return d, features
+
+
+def packed_row(host: str, record: bytes, url: str, blob: bytes) -> tuple[str, float, dict, Any]:
+    """A packed frontier record as a checkpoint row of the dict form: (host, priority, request dict,
+    features)."""
+    return (host, record_priority(record), *unpack_dict(url, blob))
+
+
+def packed_rows(stored: Iterable[tuple]) -> Iterator[tuple[str, float, dict, Any]]:
+    """The packed records a checkpoint holds as they were stored (``Frontier.stored``), as rows of
+    the dict form (``packed_row``), the way a checkpoint held every entry before them."""
+    for host, prefix, loose, blocks in stored:
+        for record, url, blob in read_stored(prefix, loose, blocks):
+            yield packed_row(host, record, url, blob)
 
 
 class LinkPreview(NamedTuple):

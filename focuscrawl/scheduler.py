@@ -26,11 +26,12 @@ from scrapy.utils.request import request_from_dict
 
 from focuscrawl import signals as focus_signals
 from focuscrawl.frontier import Entry, Frontier, SeenSet
+from focuscrawl.frontier.mercator import read_stored, record_priority
 from focuscrawl.jobdir import JobDir, JobDirError
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
 from focuscrawl.learning.learner import HUB_CAP, LEARNING_RATE, is_vector, page_reward
 from focuscrawl.politeness import DelayPolicy, ExclusionList, HostTiming, RobotsRules, RobotsState, TrapRules
-from focuscrawl.request_codec import LinkPreview, RequestCodec
+from focuscrawl.request_codec import LinkPreview, RequestCodec, packed_row, packed_rows
 from focuscrawl.urls import canonicalize, extension, host_key, robots_url
 
 logger = logging.getLogger(__name__)
@@ -600,17 +601,19 @@ class FocusScheduler:
             self.stats.inc_value("focus/frontier/unspilled", len(rows))
 
     def _checkpoint(self) -> None:
+        """The snapshot: packed entries as the frontier stores them (no Request built for them:
+        this runs on the reactor's thread, for every queued URL), the rest as request dicts."""
         self._last_checkpoint = time.monotonic()
         entries = []
-        for host, entry in self.frontier.entries():
+        for host, entry in self.frontier.rich_entries():
             if entry.payload.meta.get("focus_robots_for"):
                 continue
             entries.append((host, entry.priority, self._request_dict(entry.payload), entry.features))
         for url, request in self.unfinished.items():  # released, item not stored yet: first in line on resume
             entries.append((host_key(url), float("inf"), self._request_dict(request), request.meta.get("focus_features")))
         self.job.save({
-            "entries": entries, "seen": self.seen, "learner": self.learner, "released": self.released,
-            "timing": self.timing, "host_admitted": self.host_admitted,
+            "entries": entries, "packed": self.frontier.stored(), "seen": self.seen, "learner": self.learner,
+            "released": self.released, "timing": self.timing, "host_admitted": self.host_admitted,
             "robots": {h: (r.text, r.status) for h, r in self.robots.items() if r.state is RobotsState.PARSED},
         })
         self.stats.inc_value("focus/checkpoints")
@@ -650,6 +653,22 @@ class FocusScheduler:
     def _request_from_dict(self, d: dict) -> Request:
         return request_from_dict(d, spider=self.spider)
 
+    def _load_packed(self, stored: list[tuple], done: set[str], pending: set[str]) -> list[tuple]:
+        """A snapshot's packed records back into the frontier as they are (no Request built), stale
+        (re-scored as they surface), minus the pages done since (not those in flight at the
+        snapshot, priority inf: ``_restore`` keeps their rows too). Returns the rows of the records
+        in flight at the kill, unpacked: they go first in line, without features (never re-scored)."""
+        rows = []
+        for host, prefix, loose, blocks in stored:
+            records = []
+            for record, url, blob in read_stored(prefix, loose, blocks):
+                if url in pending:
+                    rows.append(packed_row(host, record, url, blob))
+                elif url not in done or record_priority(record) == float("inf"):
+                    records.append(record)
+            self.frontier.load(host, prefix, records, version=-1)
+        return rows
+
     def _restore(self) -> None:
         """Snapshot, then the journal written after it: the frontier, seen set, learner and host
         state of the last checkpoint, plus every URL discovered since, minus the pages done."""
@@ -677,7 +696,12 @@ class FocusScheduler:
                 rules.record_response(200, text.encode("utf-8"), time.monotonic(), self.robots_cache,
                                       self.robots_retry)
                 self._apply_robots(host, rules)
-            for host, priority, request_dict, features in state["entries"]:
+            rows = list(state["entries"])  # every row, in a snapshot of format 1
+            if self.frontier.codec is None:  # FOCUS_FRONTIER_PACK turned off since: no packed records
+                rows += packed_rows(state.get("packed", ()))
+            else:
+                rows += self._load_packed(state.get("packed", ()), done, pending)
+            for host, priority, request_dict, features in rows:
                 request = self._request_from_dict(request_dict)
                 canonical = canonicalize(request.url)
                 if canonical in pending or priority == float("inf"):

@@ -13,6 +13,7 @@ import pytest
 from focuscrawl.items import PageItem
 from focuscrawl.learning import link_context, link_features
 from focuscrawl.replay import RecordedWeb, ReplayProxy
+from focuscrawl.request_codec import packed_rows
 from focuscrawl.store import CrawlStore
 from focuscrawl.urls import canonicalize
 
@@ -27,6 +28,11 @@ def explain(cwd, *args):
 
 def json_lines(result) -> list[dict]:
     return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+
+
+def checkpoint_rows(state) -> list[tuple]:
+    """Every (host, priority, request dict, features) row of a checkpoint, its packed records too."""
+    return state["entries"] + list(packed_rows(state.get("packed", ())))
 
 
 # --- over a crawl store ---------------------------------------------------------------------------
@@ -139,7 +145,7 @@ def job(demo_web, demo_files, demo_model, tmp_path_factory):
 def test_frontier_url_is_re_explained_by_the_checkpointed_learner(job):
     state = job["state"]
     learner = state["learner"]
-    waiting = [e for e in state["entries"] if not math.isinf(e[1]) and e[3] is not None]
+    waiting = [e for e in checkpoint_rows(state) if not math.isinf(e[1]) and e[3] is not None]
     assert len(waiting) > 5
     host, priority, request_dict, features = waiting[len(waiting) // 2]
     url = request_dict["url"]
@@ -157,7 +163,7 @@ def test_frontier_url_is_re_explained_by_the_checkpointed_learner(job):
     assert entry["priority_now"] == pytest.approx(learner.score(named, canonical, parent), abs=1e-4)
     assert entry["why_now"] == [list(p) for p in learner.explain(named, canonical, parent, top=4)]
     assert len(entry["why_now"]) == 4
-    finite = [e[1] for e in state["entries"] if not math.isinf(e[1])]
+    finite = [e[1] for e in checkpoint_rows(state) if not math.isinf(e[1])]
     assert entry["rank"] == sum(1 for p in finite if p > priority)
     assert entry["frontier_size"] == len(finite)
     stats = learner.hosts.get(host)
@@ -168,7 +174,7 @@ def test_frontier_url_is_re_explained_by_the_checkpointed_learner(job):
 
 @pytest.mark.e2e
 def test_frontier_url_as_text_with_s_jobdir(job):
-    entries = sorted((e for e in job["state"]["entries"] if not math.isinf(e[1])), key=lambda e: -e[1])
+    entries = sorted((e for e in checkpoint_rows(job["state"]) if not math.isinf(e[1])), key=lambda e: -e[1])
     best_host, best_priority, request_dict, _ = entries[0]
     result = explain(job["out"], request_dict["url"], "-s", f"JOBDIR={job['jobdir']}")
     assert result.returncode == 0, result.stderr
@@ -215,7 +221,7 @@ def test_corrupt_checkpoint_is_one_error_line(job, tmp_path, damage):
         checkpoint.write_bytes(b"\x00not a pickle\xff" * 50)
     else:
         checkpoint.write_bytes(pickle.dumps({"entries": "nope"}))
-    url = job["state"]["entries"][0][2]["url"]
+    url = checkpoint_rows(job["state"])[0][2]["url"]
     result = explain(tmp_path, url, "--jobdir", str(jobdir))
     assert result.returncode == 2
     assert result.stdout == ""

@@ -763,3 +763,68 @@ def test_a_deep_host_is_rescored_a_bounded_part_at_a_time_best_first(deflate_fro
             priority, payload, features = before[e.url]
             assert (e.payload, e.features) == (payload, features)
             assert e.priority == pytest.approx(1.0 - priority)
+
+
+# --- checkpoints and pickles: records as they are stored --------------------------------------------
+
+class CountingCodec(BytesCodec):
+    """BytesCodec that counts its calls."""
+
+    def __init__(self):
+        self.calls = {"pack": 0, "unpack": 0}
+
+    def pack(self, entry):
+        self.calls["pack"] += 1
+        return super().pack(entry)
+
+    def unpack(self, url, blob):
+        self.calls["unpack"] += 1
+        return super().unpack(url, blob)
+
+
+def stored_frontier(deflate_from=0):
+    """Packed entries in hot heaps, cold runs (some in use: a front inflated), and a few kept as
+    objects; equal priorities within and across hosts."""
+    f = Frontier(codec=CountingCodec(), deflate_from=deflate_from)
+    for host, entry in packable(["a", "b", "c"], 300, ties=True, keep_every=13):
+        f.push(host, entry)
+    drain_some(f, 40)
+    f.version = 2
+    return f
+
+
+@pytest.mark.parametrize("deflate_from", DEFLATE_FROM)
+def test_pickling_neither_unpacks_nor_packs_and_keeps_the_order_exactly(deflate_from):
+    f = stored_frontier(deflate_from)
+    calls = dict(f.codec.calls)
+    g = pickle.loads(pickle.dumps(f))
+    assert f.codec.calls == calls and g.codec.calls == calls  # nothing decoded or encoded
+    assert (len(g), g.version, g.pruned, [g.host_size(h) for h in "abc"]) == (
+        len(f), f.version, f.pruned, [f.host_size(h) for h in "abc"])
+    mine, theirs = drain_entries(f), drain_entries(g)
+    # the same records under the same seq numbers: equal priorities leave in the same order, across hosts too
+    assert len(mine) == len(theirs) == 860 and all(same(a, b) for a, b in zip(mine, theirs))
+
+
+@pytest.mark.parametrize("deflate_from", DEFLATE_FROM)
+def test_stored_records_load_into_another_frontier_as_they_are(deflate_from):
+    f = stored_frontier(deflate_from)
+    unpacked = f.codec.calls["unpack"]
+    g = Frontier(codec=CountingCodec())
+    g.push("a", Entry(5.0, "http://a/other-scheme", b"x", None))  # a's prefix here is not f's ("https://a")
+    for host, prefix, loose, blocks in f.stored():
+        read = list(mercator.read_stored(prefix, loose, blocks))
+        assert all(url.startswith(f"https://{host}/") and blob is not None for _, url, blob in read)
+        assert g.load(host, prefix, [record for record, _, _ in read], version=-1) == []
+    assert g.codec.calls == {"pack": 1, "unpack": 0} and f.codec.calls["unpack"] == unpacked
+    rich = {e.url for _, e in f.rich_entries()}  # kept as objects: not stored
+    assert rich and len(g) == len(f) - len(rich) + 1
+    assert g.pop(0.0)[1].url == "http://a/other-scheme"
+    g.release("a", 0.0)
+    expected = [e for e in drain_entries(f) if e.url not in rich]
+    got = drain_entries(g)
+    assert [e.priority for e in got] == [e.priority for e in expected] and all(e.version == -1 for e in got)
+    for host in "abc":  # equal priorities keep their order within a host
+        mine = [e for e in expected if e.url.startswith(f"https://{host}/")]
+        theirs = [e for e in got if e.url.startswith(f"https://{host}/")]
+        assert [(e.url, e.payload, e.features) for e in theirs] == [(e.url, e.payload, e.features) for e in mine]

@@ -40,6 +40,15 @@ def make_scheduler(**settings):
     return scheduler
 
 
+def opened(spider=None, **settings):
+    """A scheduler opened as a crawl opens it (with JOBDIR: resumed from it), a stand-in engine."""
+    scheduler = make_scheduler(**settings)
+    scheduler.crawler.engine = SimpleNamespace(downloader=SimpleNamespace(_delay=1.0, _jitter=0.5,
+                                                                          per_slot_settings={}))
+    scheduler.open(spider or scheduler.spider)
+    return scheduler
+
+
 def link_requests(spider, count):
     """Requests as the spider yields them, and a few odd ones: other callbacks, no errback, seed
     and extra meta, a non-canonical URL, headers, cookies and cb_kwargs, dont_filter, priorities."""
@@ -202,13 +211,6 @@ def test_patience_waits_only_for_a_busy_host_that_can_be_free_within_it():
 def test_what_exists_when_the_crawl_opens_is_frozen_for_the_garbage_collector_until_it_closes():
     """Full collections would walk Scrapy, Twisted and the models on every pass (~100 ms stalls of
     the reactor in a WebKB crawl): frozen at open, unfrozen at close."""
-    def opened():
-        scheduler = make_scheduler()
-        scheduler.crawler.engine = SimpleNamespace(downloader=SimpleNamespace(_delay=1.0, _jitter=0.5,
-                                                                              per_slot_settings={}))
-        scheduler.open(scheduler.spider)
-        return scheduler
-
     scheduler = opened()
     try:
         assert gc.get_freeze_count() > 0
@@ -275,3 +277,129 @@ def test_background_rescoring_of_a_large_frontier_is_spread_over_reactor_turns(m
     assert sum(call.active() for call in calls) == 1
     scheduler.close("finished")
     assert not any(call.active() for call in calls) and calls[-1].cancelled
+
+
+# --- checkpoint and resume (JOBDIR) ---------------------------------------------------------------
+
+def release(scheduler):
+    """The next request, its host free again at once."""
+    request = scheduler.next_request()
+    host = request.meta["focus_host"]
+    del scheduler.inflight[host]
+    scheduler.frontier.release(host, 0.0)
+    return request
+
+
+def drained(frontier):
+    """(host, url, priority, request fields, features) of every entry, in pop order; and versions."""
+    out, versions = [], set()
+    while (popped := frontier.pop(0.0)) is not None:
+        host, entry = popped
+        features = None if entry.features is None else tuple(map(tuple, entry.features))
+        out.append((host, entry.url, entry.priority, fields(entry.payload), features))
+        versions.add(entry.version)
+        frontier.release(host, 0.0)
+    return out, versions
+
+
+@pytest.fixture
+def killed(tmp_path, monkeypatch):
+    """A crawl killed after a checkpoint: the scheduler held packed requests (most in cold runs),
+    one kept as an object, a robots.txt request and one released whose item was not stored yet;
+    since the checkpoint it released two more (journal): one done, the other in flight. Every
+    packed request decoded is counted (decoding reads the blob's features and parent first)."""
+    from focuscrawl import request_codec
+    from focuscrawl.jobdir import JobDir
+
+    unpacked = []
+    read = request_codec._unpack_link
+    monkeypatch.setattr(request_codec, "_unpack_link", lambda blob, copy=True: unpacked.append(len(blob)) or read(blob, copy))
+    jobdir = tmp_path / "job"
+    scheduler = make_scheduler()
+    scheduler.job = JobDir(str(jobdir))
+    spider = scheduler.spider
+    requests = link_requests(spider, 600)
+    for request in requests:
+        assert scheduler.enqueue_request(request)
+    kept = Request("http://h1.test/kept", callback=spider.parse_other, meta={"depth": 1})
+    scheduler.frontier.push("h1.test", Entry(-1.0, kept.url, kept, (("odd", 1.0),)))  # not a vector: not packed
+    unfinished = release(scheduler)
+    scheduler.enqueue_request(Request("http://h2.test/robots.txt", callback=scheduler._robots_fetched,
+                                      dont_filter=True, meta={"focus_robots_for": "h2.test"}))
+    assert sum(h.cold for h in scheduler.frontier._hosts.values()) > 400
+    before = len(unpacked)
+    scheduler._checkpoint()
+    unpacked_by_checkpoint = unpacked[before:]
+    assert release(scheduler).meta["focus_robots_for"] == "h2.test"
+    done, in_flight = release(scheduler), release(scheduler)
+    scheduler._on_item_done(SimpleNamespace(url=done.url, final_url=None))
+    left, _ = drained(scheduler.frontier)  # what the frontier held at the kill
+    unpacked.clear()
+    by_url = {canonicalize(r.url): r for r in requests + [kept]}
+    return SimpleNamespace(jobdir=jobdir, spider=spider, left=left, by_url=by_url, unpacked=unpacked,
+                           unpacked_by_checkpoint=unpacked_by_checkpoint,
+                           first=[canonicalize(unfinished.url), canonicalize(in_flight.url)])
+
+
+def resumed_queue(killed, **settings):
+    """The frontier of a scheduler resumed from the killed crawl's JOBDIR, drained; its snapshot."""
+    scheduler = opened(killed.spider, JOBDIR=str(killed.jobdir), **settings)
+    try:
+        queue = drained(scheduler.frontier)
+        return queue, scheduler.job.load()[0]
+    finally:
+        scheduler.close("finished")
+
+
+def assert_resumed_equal(killed, queue, versions, same_order=True):
+    """First the two requests in flight (at the checkpoint, at the kill: first in line, no features),
+    then what the frontier held at the kill, equal, the request kept as an object too."""
+    assert sorted(url for _, url, *_ in queue[:2]) == sorted(killed.first)
+    assert all(priority == float("inf") and features is None for _, _, priority, _, features in queue[:2])
+    assert versions == {-1}  # all stale: re-scored as they surface
+    queue = queue[2:]
+    assert [row[2] for row in queue] == [row[2] for row in killed.left]
+    for host in ("h0.test", "h1.test", "h2.test"):
+        mine = [row for row in queue if row[0] == host]
+        expected = [row for row in killed.left if row[0] == host]
+        if not same_order:  # re-pushed one by one in the order of the rows: equal priorities in any order
+            mine, expected = sorted(mine, key=repr), sorted(expected, key=repr)
+        for got, want in zip(mine, expected, strict=True):
+            assert got[:4] == want[:4]
+            if got[1] != "http://h1.test/kept":  # not a vector, so rebuilt from the link on resume
+                assert got[4] == want[4]
+    assert all(fields(killed.by_url[url]) == request_fields for _, url, _, request_fields, _ in queue)
+
+
+def test_a_checkpoint_decodes_no_packed_request_and_a_resume_gives_them_back_equal(killed):
+    assert killed.unpacked_by_checkpoint == []  # no Request built: the records are written as they are
+    (queue, versions), snapshot = resumed_queue(killed)
+    # resumed with no request decoded but the one in flight at the kill (it goes first, without
+    # features); then each decoded as it leaves
+    assert len(killed.unpacked) == 1 + len(queue)
+    assert_resumed_equal(killed, queue, versions)
+    assert snapshot["format"] == 2 and snapshot["entries"] == []  # the resume's checkpoint: every entry packed
+
+
+@pytest.mark.parametrize(("previous_format", "pack"), [(True, True), (True, False), (False, False)])
+def test_a_snapshot_of_the_previous_format_or_read_with_packing_turned_off_resumes(killed, previous_format, pack):
+    """The previous format: every entry as a row of the dict form, no format marker."""
+    import pickle
+
+    from focuscrawl.jobdir import SNAPSHOT
+    from focuscrawl.request_codec import packed_rows
+
+    if previous_format:
+        path = killed.jobdir / SNAPSHOT
+        with open(path, "rb") as handle:
+            state = pickle.load(handle)
+        state["entries"] = list(packed_rows(state.pop("packed"))) + state["entries"]
+        del state["format"]
+        with open(path, "wb") as handle:
+            pickle.dump(state, handle)
+    (queue, versions), snapshot = resumed_queue(killed, FOCUS_FRONTIER_PACK=pack)
+    # pushed one by one in the order of the rows, as before: equal priorities within a host in any order
+    assert_resumed_equal(killed, queue, versions, same_order=False)
+    # the resume's own checkpoint; without packing, as before packing: every entry a row
+    assert snapshot["format"] == 2 and len(snapshot["packed"]) == (3 if pack else 0)
+    assert len(snapshot["entries"]) == (0 if pack else len(queue))

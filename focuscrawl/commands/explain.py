@@ -24,6 +24,7 @@ from typing import Any
 from focuscrawl.commandbase import CommandError, FocusCommand
 from focuscrawl.jobdir import journal_events
 from focuscrawl.learning import link_context, link_features
+from focuscrawl.request_codec import packed_rows
 from focuscrawl.store import CrawlStore, StoreError, resolve_store_path
 from focuscrawl.urls import canonicalize, host_key
 
@@ -158,6 +159,10 @@ class Command(FocusCommand):
         events = journal_events(os.path.dirname(path), state.get("generation", 0))
         done = {payload for kind, payload in events if kind == "done"}
         entries = list(state["entries"])
+        try:
+            entries += packed_rows(state.get("packed", ()))  # a snapshot of format 2: its packed records
+        except Exception as exc:  # noqa: BLE001 - a foreign snapshot's records can raise almost anything
+            raise CommandError(f"{path} is not a usable frontier checkpoint (bad packed records: {exc})") from None
         for kind, payload in events:
             if kind == "enq" and isinstance(payload, dict) and canonicalize(payload.get("url", "")) not in done:
                 canonical = canonicalize(payload["url"])

@@ -57,6 +57,13 @@ Re-scoring is lazy: every entry carries the scorer ``version`` it was scored und
 scan on the hot path. The rescorer gets entries with their features and payload (packed ones a
 bounded batch at a time, as the codec's ``preview`` shows them when it has one, else unpacked); a
 re-scored record keeps its URL and blob, only its header is new, so nothing is packed again.
+
+Checkpoints and pickles take the records as they are stored, since decoding 10^6 packed entries
+(and packing them again) takes minutes: ``stored`` hands over each host's compact and packed
+records (loose ones and deflated blocks, nothing inflated or unpacked), ``read_stored`` reads
+their URLs and blobs, ``load`` puts them into a frontier under fresh seq numbers; a pickled
+frontier keeps each host's heap, runs and rich entries as they are, seq numbers included, so it
+pops in the same order after a round trip.
 """
 
 from __future__ import annotations
@@ -97,6 +104,8 @@ _HEADER = 17  # record bytes before the URL
 # flag: the URL without the host's prefix or in full; a rich entry; a packed one (a bit: 4 or 5)
 _PREFIXED, _FULL, _RICH, _PACKED = 0, 1, 2, 4
 _VERSION = struct.Struct(">i")  # record[_KEY:_FLAG]
+_SEQ_VERSION = struct.Struct(">Ii")  # record[_ORDER:_FLAG]
+_ORDER = 8  # bytes of a record's order key
 _FLAGS = [bytes((flag,)) for flag in range(_PACKED + _FULL + 1)]
 _D = struct.Struct(">d")
 _Q = struct.Struct(">Q")
@@ -122,6 +131,46 @@ def _header(priority: float, seq: int, version: int) -> bytes:
 def _restamp(record: bytes, priority: float, seq: int, version: int) -> bytes:
     """``record`` under a new header: its URL (and blob) as they are, nothing decoded."""
     return _header(priority, seq, version) + record[_FLAG:]
+
+
+def _renumber(record: bytes, seq: int, version: int) -> bytes:
+    """``record`` with its priority (order key), URL and blob as they are, under a new seq and version."""
+    return record[:_ORDER] + _SEQ_VERSION.pack(seq, version) + record[_FLAG:]
+
+
+def _read(record: bytes, prefix: str | None) -> tuple[str, bytes | None]:
+    """A compact or packed record's URL (``prefix``, its host's, restored when it was cut off) and
+    its codec bytes (None for a compact record), nothing unpacked."""
+    flag = record[_FLAG]
+    packed = flag & _PACKED
+    cut = record.index(_ESC, _HEADER) if packed else len(record)
+    url = record[_HEADER:cut].decode("utf-8", "surrogatepass")
+    if not flag & _FULL:
+        url = prefix + url
+    return url, record[cut + 1:] if packed else None
+
+
+def _in_full(record: bytes, prefix: str) -> bytes:
+    """``record`` with its URL in full, for a host whose prefix is not ``prefix``."""
+    flag = record[_FLAG]
+    if flag & _FULL:
+        return record
+    return record[:_FLAG] + _FLAGS[flag | _FULL] + prefix.encode("utf-8", "surrogatepass") + record[_HEADER:]
+
+
+def record_priority(record: bytes) -> float:
+    """The priority in a record's header."""
+    return _priority(_Q.unpack_from(record)[0])
+
+
+def read_stored(prefix: str, loose: list[bytes], blocks: list[bytes]) -> Iterator[tuple[bytes, str, bytes | None]]:
+    """``(record, url, codec bytes)`` of each record a host stored (``Frontier.stored``): the
+    blocks inflated, nothing unpacked."""
+    for record in loose:
+        yield record, *_read(record, prefix)
+    for block in blocks:
+        for record in _unpack(block):
+            yield record, *_read(record, prefix)
 
 
 def _order_key(priority: float) -> int:
@@ -175,6 +224,12 @@ class _Run:
 
     def _open(self, block: bytes | list[bytes]) -> list[bytes]:
         return _unpack(block) if self.deflated else block
+
+    def __getstate__(self):  # explicit: a class with slots pickles so with every protocol
+        return self.blocks, self.front, self.size, self.version, self.deflated
+
+    def __setstate__(self, state):
+        self.blocks, self.front, self.size, self.version, self.deflated = state
 
     def head(self) -> bytes:
         if self.front:
@@ -322,9 +377,35 @@ class _Host:
             for run in self.runs:
                 gone += run.drop(keys)
             self.runs = [run for run in self.runs if run.size] or None
-            self.cold = sum(run.size for run in self.runs or ())
-            self.cold_head = min(run.head() for run in self.runs) if self.runs else None
+            self._recount()
         return gone
+
+    def _recount(self) -> None:
+        """``cold`` and ``cold_head`` from the runs."""
+        self.cold = sum(run.size for run in self.runs or ())
+        self.cold_head = min(run.head() for run in self.runs) if self.runs else None
+
+    def stored(self) -> tuple[list[bytes], list[bytes]]:
+        """The compact and packed records as they are stored, for a checkpoint that must neither
+        decode nor inflate them: the loose ones (hot, inflated fronts, raw runs), and the deflated
+        blocks (read back by ``read_stored``). Rich records are left out."""
+        loose = [r for r in self.queue if r[_FLAG] != _RICH]
+        blocks: list[bytes] = []
+        for run in self.runs or ():
+            loose += run.front or ()
+            if run.deflated:
+                blocks += run.blocks
+            else:
+                for block in run.blocks:
+                    loose += block
+        return loose, blocks
+
+    def restore(self, prefix: str | None, ready_at: float, queue: list[bytes], runs: list[_Run] | None,
+                rich: dict[int, Entry] | None) -> None:
+        """The storage a pickled host had, as it was (``Frontier.__setstate__``)."""
+        self.prefix = None if prefix is None else sys.intern(prefix)
+        self.ready_at, self.queue, self.runs, self.rich = ready_at, queue, runs, rich
+        self._recount()
 
     def clear(self) -> None:
         """Drop every record (rich entries stay in ``rich`` until decoded)."""
@@ -416,14 +497,10 @@ class _Host:
         flag = record[_FLAG]
         if flag == _RICH:
             return self.rich.pop(seq) if forget else self.rich[seq]
-        packed = flag & _PACKED
-        cut = record.index(_ESC, _HEADER) if packed else len(record)
-        url = record[_HEADER:cut].decode("utf-8", "surrogatepass")
-        if not flag & _FULL:
-            url = self.prefix + url
-        if not packed:
+        url, blob = _read(record, self.prefix)
+        if blob is None:
             return Entry(_priority(key), url, None, None, version)
-        payload, features = unpack(url, record[cut + 1:])
+        payload, features = unpack(url, blob)
         return Entry(_priority(key), url, payload, features, version)
 
 
@@ -665,10 +742,9 @@ class Frontier:
             fresh = [r for r in taken if r[_KEY:_FLAG] == version]
             h.add_run(sorted(fresh + self._rescored_batches(h, stale, rescore)))
             done += len(stale)
-        if h.runs:
-            h.cold_head = min(run.head() for run in h.runs)
-            if not h.queue or h.cold_head < h.queue[0]:
-                h._refill()  # the best cold record, better than the hot best now: hot again
+        h._recount()
+        if h.runs and (not h.queue or h.cold_head < h.queue[0]):
+            h._refill()  # the best cold record, better than the hot best now: hot again
         if h.in_ready and not h.busy:
             self._schedule(h)
         return done
@@ -852,20 +928,59 @@ class Frontier:
             for record in h.records():
                 yield name, h.decode(record, self._unpack)
 
+    def rich_entries(self) -> Iterator[tuple[str, Entry]]:
+        """The entries kept as objects (``stored`` leaves them out)."""
+        for name, h in self._hosts.items():
+            for entry in (h.rich or {}).values():
+                yield name, entry
+
+    def stored(self) -> list[tuple[str, str, list[bytes], list[bytes]]]:
+        """``(host, prefix, loose records, deflated blocks)`` of each host with compact or packed
+        records (see ``_Host.stored``): what a checkpoint writes of them, nothing decoded, unpacked
+        or inflated; ``load`` puts them back, ``read_stored`` reads them."""
+        out = []
+        for name, h in self._hosts.items():
+            loose, blocks = h.stored()
+            if loose or blocks:
+                out.append((name, h.prefix, loose, blocks))
+        return out
+
+    def load(self, host: str, prefix: str, records: list[bytes], version: int) -> list[Entry]:
+        """Add records another frontier stored (``stored``, ``read_stored``) as they are, nothing
+        unpacked or packed again: under fresh seq numbers in their order (equal priorities keep
+        it) and ``version`` (-1: stale, re-scored as they surface). Returns the entries pruned to
+        stay within capacity, as ``push``."""
+        h = self._host(host)
+        if h.prefix is None:
+            h.prefix = sys.intern(prefix)
+        elif h.prefix != prefix:
+            records = [_in_full(r, prefix) for r in records]
+        records = [_renumber(r, self._next_seq(), version) for r in sorted(records)]
+        self._size += len(records)  # first: whether the host's runs are deflated depends on it
+        if h.size():
+            for record in records:
+                h.push(record)
+        else:
+            h.load(records)
+        self._schedule(h)
+        if self._size > self.capacity * (1 + self.prune_slack):
+            return self.prune()
+        return []
+
     def __getstate__(self):
-        # each host's entries best first: re-encoded in this order, equal priorities keep their order
-        hosts = {name: ([h.decode(r, self._unpack) for r in sorted(h.records())], h.ready_at)
-                 for name, h in self._hosts.items()}
+        # each host's storage as it is (records, cold runs, rich entries): nothing decoded, re-encoded
+        # or inflated; the records keep their seq numbers, so the order is the same after a round trip
+        hosts = {name: (h.prefix, h.ready_at, h.queue, h.runs, h.rich) for name, h in self._hosts.items()}
         return {"capacity": self.capacity, "prune_slack": self.prune_slack, "codec": self.codec,
-                "deflate_from": self.deflate_from, "version": self.version, "hosts": hosts, "pruned": self.pruned,
-                "rescored": self.rescored}
+                "deflate_from": self.deflate_from, "version": self.version, "seq": self._seq, "hosts": hosts,
+                "pruned": self.pruned, "rescored": self.rescored}
 
     def __setstate__(self, state):
-        self.__init__(state["capacity"], state["prune_slack"], state.get("codec"), state.get("deflate_from", 0))
-        self.version, self.pruned, self.rescored = state["version"], state["pruned"], state["rescored"]
-        for name, (entries, ready_at) in state["hosts"].items():
+        self.__init__(state["capacity"], state["prune_slack"], state["codec"], state["deflate_from"])
+        self.version, self._seq, self.pruned, self.rescored = (state["version"], state["seq"], state["pruned"],
+                                                               state["rescored"])
+        for name, stored in state["hosts"].items():
             h = self._host(name)
-            h.ready_at = ready_at
-            self._size += len(entries)  # first: whether the host's runs are deflated depends on it
-            h.load([h.encode(e, self._next_seq(), self.codec) for e in entries])
+            h.restore(*stored)
+            self._size += h.size()
             self._schedule(h)
