@@ -755,14 +755,25 @@ def test_a_deep_host_is_rescored_a_bounded_part_at_a_time_best_first(deflate_fro
             f.push("deep.example", Entry(0.99, "https://deep.example/new", b"\xfe\x01", (0.5,), version=1))
     assert len(calls) >= 6 and sum(calls) == len(seen) == len(set(seen)) >= 3040 - 25  # each once at most
     assert len(deep.runs or ()) <= 12  # the re-scored lots are merged as spills are
+    # learner updates keep coming while the deep host is part done: every call stays bounded, the
+    # host never holds more than _MAX_RUNS runs, and records re-scored under the current version are
+    # never mixed back into stale runs (that took the same fresh records out and back for ever)
+    for version in range(2, 12):
+        f.version = version
+        for _ in range(3):
+            done = f.rescore_stale(lambda entries: [e.priority for e in entries], limit=500)
+            assert 0 < done <= 500 + 16 and len(deep.runs or ()) <= mercator._MAX_RUNS
+    f.version = 12
+    while f.rescore_stale(flip, limit=500):
+        assert len(deep.runs or ()) <= mercator._MAX_RUNS
     left = drain_entries(f)
     assert [e.priority for e in left] == sorted((e.priority for e in left), reverse=True)  # exact order
-    assert all(e.version == 1 for e in left) and len(left) == 3040 - 25 + 1
+    assert all(e.version == 12 for e in left) and len(left) == 3040 - 25 + 1
     for e in left:
         if e.url != "https://deep.example/new":
             priority, payload, features = before[e.url]
             assert (e.payload, e.features) == (payload, features)
-            assert e.priority == pytest.approx(1.0 - priority)
+            assert e.priority == pytest.approx(priority)  # flipped twice
 
 
 # --- checkpoints and pickles: records as they are stored --------------------------------------------

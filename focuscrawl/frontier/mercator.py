@@ -120,6 +120,7 @@ _BLOCK = 16  # records per deflated block (at most 255: a one-byte count)
 _ZLEVEL = 1  # level 6 saves ~2% of the bytes for ~20% more time
 _ESC = b"\xfe"  # never in UTF-8 (nor in surrogatepass output): ends a packed record's URL
 _LENGTHS = [struct.Struct(f">{n}I") for n in range(_BLOCK + 1)]  # lengths of a block's records past the header
+_MAX_RUNS = 32  # runs a host may keep while a deep host is re-scored part by part (see _Host.add_run)
 _RESCORE_BATCH = 1024  # entries unpacked at a time by background re-scoring (bounds the memory)
 
 
@@ -435,17 +436,25 @@ class _Host:
         self.cold += len(cold)
         self.cold_head = min(run.head() for run in self.runs)
 
-    def add_run(self, records: list[bytes]) -> None:
+    def add_run(self, records: list[bytes], fresh: bytes | None = None) -> None:
         """A new run of ``records`` (sorted), merged LSM-style with the newest runs while the older
-        of the last two is no bigger (the caller keeps ``cold`` and ``cold_head``)."""
+        of the last two is no bigger (the caller keeps ``cold`` and ``cold_head``). A run of
+        records re-scored under version ``fresh`` merges only with runs of that version: mixed
+        with stale records they would be taken out and put back again and again. Past
+        ``_MAX_RUNS`` runs, the stale ones become one."""
         runs = self.runs
         if runs is None:
             runs = self.runs = []
         deflate = self.owner.deflating()
         runs.append(_Run(records, deflate))
-        while len(runs) > 1 and runs[-2].size <= runs[-1].size:
+        while len(runs) > 1 and runs[-2].size <= runs[-1].size and fresh in (None, runs[-2].version):
             newer, older = runs.pop(), runs.pop()
             runs.append(_Run(sorted(older.records() + newer.records()), deflate))
+        if fresh is not None and len(runs) > _MAX_RUNS:
+            stale = [run for run in runs if run.version != fresh]
+            if len(stale) > 1:
+                runs[:] = [run for run in runs if run.version == fresh]
+                runs.insert(0, _Run(sorted(r for run in stale for r in run.records()), deflate))
 
     def _refill(self) -> None:
         """Move the best cold record to the hot heap, which restores the invariant. One record, not
@@ -722,14 +731,14 @@ class Frontier:
 
     def _rescore_part(self, h: _Host, budget: int, version: bytes, rescore: Rescorer) -> int:
         """Re-score about ``budget`` of a host's stale records, the best first: stale hot records,
-        then the best blocks of its stale cold runs, each taken lot stored as a new (fresh) run.
+        then the best blocks of its stale cold runs, all taken from the runs stored as one new run.
         What is left stays where it is, stale, for the next call. Returns the records re-scored."""
         hot = sorted(r for r in h.queue if r[_KEY:_FLAG] != version)[:budget]
         if hot:
             taken = set(hot)
             h.queue = [r for r in h.queue if r not in taken] + self._rescored_batches(h, hot, rescore)
             heapq.heapify(h.queue)
-        done = len(hot)
+        done, lot = len(hot), []
         while done < budget:
             stale_runs = [run for run in h.runs or () if run.version != version]
             if not stale_runs:
@@ -739,9 +748,10 @@ class Frontier:
             if not run.size:
                 h.runs.remove(run)
             stale = [r for r in taken if r[_KEY:_FLAG] != version]
-            fresh = [r for r in taken if r[_KEY:_FLAG] == version]
-            h.add_run(sorted(fresh + self._rescored_batches(h, stale, rescore)))
+            lot += [r for r in taken if r[_KEY:_FLAG] == version] + self._rescored_batches(h, stale, rescore)
             done += len(stale)
+        if lot:
+            h.add_run(sorted(lot), fresh=version)
         h._recount()
         if h.runs and (not h.queue or h.cold_head < h.queue[0]):
             h._refill()  # the best cold record, better than the hot best now: hot again
