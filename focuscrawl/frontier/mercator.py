@@ -53,7 +53,8 @@ each run, so only the blocks that hold them are rewritten.
 Re-scoring is lazy: every entry carries the scorer ``version`` it was scored under; when
 ``version`` moves on, stale entries are re-scored as they reach the top of their host queue
 (cold ones once they are back in the hot heap) and in bounded background batches
-(``rescore_stale``: whole hosts, hot and cold, skipping runs known to be fresh), never by a full
+(``rescore_stale``: whole hosts, hot and cold, skipping runs known to be fresh; a host deeper than
+what is left of a batch a part at a time, best first, each part a new run), never by a full
 scan on the hot path. The rescorer gets entries with their features and payload (packed ones a
 bounded batch at a time, as the codec's ``preview`` shows them when it has one, else unpacked); a
 re-scored record keeps its URL and blob, only its header is new, so nothing is packed again.
@@ -736,7 +737,7 @@ class Frontier:
         hot = sorted(r for r in h.queue if r[_KEY:_FLAG] != version)[:budget]
         if hot:
             taken = set(hot)
-            h.queue = [r for r in h.queue if r not in taken] + self._rescored_batches(h, hot, rescore)
+            h.queue = [r for r in h.queue if r not in taken] + self._rescored_batches([h] * len(hot), hot, rescore)
             heapq.heapify(h.queue)
         done, lot = len(hot), []
         while done < budget:
@@ -748,7 +749,7 @@ class Frontier:
             if not run.size:
                 h.runs.remove(run)
             stale = [r for r in taken if r[_KEY:_FLAG] != version]
-            lot += [r for r in taken if r[_KEY:_FLAG] == version] + self._rescored_batches(h, stale, rescore)
+            lot += [r for r in taken if r[_KEY:_FLAG] == version] + self._rescored_batches([h] * len(stale), stale, rescore)
             done += len(stale)
         if lot:
             h.add_run(sorted(lot), fresh=version)
@@ -759,11 +760,11 @@ class Frontier:
             self._schedule(h)
         return done
 
-    def _rescored_batches(self, h: _Host, records: list[bytes], rescore: Rescorer) -> list[bytes]:
-        """``_rescored`` over records of one host, ``_RESCORE_BATCH`` at a time (bounds the memory)."""
+    def _rescored_batches(self, hosts: list[_Host], records: list[bytes], rescore: Rescorer) -> list[bytes]:
+        """``_rescored``, ``_RESCORE_BATCH`` records at a time (bounds the memory)."""
         out: list[bytes] = []
         for i in range(0, len(records), _RESCORE_BATCH):
-            out += self._rescored([h] * len(records[i:i + _RESCORE_BATCH]), records[i:i + _RESCORE_BATCH], rescore)
+            out += self._rescored(hosts[i:i + _RESCORE_BATCH], records[i:i + _RESCORE_BATCH], rescore)
         return out
 
     def _rescore_hosts(self, pending: list[tuple[_Host, list[bytes], list[bytes]]], rescore: Rescorer) -> None:
@@ -771,9 +772,7 @@ class Frontier:
         numbers in host order, as one host at a time would give them), and store each host anew."""
         hosts = [h for h, _, stale in pending for _ in stale]
         records = [r for _, _, stale in pending for r in stale]
-        rescored: list[bytes] = []
-        for i in range(0, len(records), _RESCORE_BATCH):
-            rescored += self._rescored(hosts[i:i + _RESCORE_BATCH], records[i:i + _RESCORE_BATCH], rescore)
+        rescored = self._rescored_batches(hosts, records, rescore)
         start = 0
         for h, fresh, stale in pending:
             fresh += rescored[start:start + len(stale)]
