@@ -121,7 +121,7 @@ _BLOCK = 16  # records per deflated block (at most 255: a one-byte count)
 _ZLEVEL = 1  # level 6 saves ~2% of the bytes for ~20% more time
 _ESC = b"\xfe"  # never in UTF-8 (nor in surrogatepass output): ends a packed record's URL
 _LENGTHS = [struct.Struct(f">{n}I") for n in range(_BLOCK + 1)]  # lengths of a block's records past the header
-_MAX_RUNS = 32  # runs a host may keep while a deep host is re-scored part by part (see _Host.add_run)
+_MAX_RUNS = 64  # runs a host may keep while a deep host is re-scored part by part (see _Host.add_run)
 _RESCORE_BATCH = 1024  # entries unpacked at a time by background re-scoring (bounds the memory)
 
 
@@ -442,7 +442,8 @@ class _Host:
         of the last two is no bigger (the caller keeps ``cold`` and ``cold_head``). A run of
         records re-scored under version ``fresh`` merges only with runs of that version: mixed
         with stale records they would be taken out and put back again and again. Past
-        ``_MAX_RUNS`` runs, the stale ones become one."""
+        ``_MAX_RUNS`` runs, the two smallest stale ones become one (a bounded rewrite, not the
+        whole host)."""
         runs = self.runs
         if runs is None:
             runs = self.runs = []
@@ -451,11 +452,13 @@ class _Host:
         while len(runs) > 1 and runs[-2].size <= runs[-1].size and fresh in (None, runs[-2].version):
             newer, older = runs.pop(), runs.pop()
             runs.append(_Run(sorted(older.records() + newer.records()), deflate))
-        if fresh is not None and len(runs) > _MAX_RUNS:
-            stale = [run for run in runs if run.version != fresh]
-            if len(stale) > 1:
-                runs[:] = [run for run in runs if run.version == fresh]
-                runs.insert(0, _Run(sorted(r for run in stale for r in run.records()), deflate))
+        while fresh is not None and len(runs) > _MAX_RUNS:
+            stale = sorted((run for run in runs if run.version != fresh), key=lambda run: run.size)[:2]
+            if len(stale) < 2:
+                break
+            for run in stale:
+                runs.remove(run)
+            runs.insert(0, _Run(sorted(stale[0].records() + stale[1].records()), deflate))
 
     def _refill(self) -> None:
         """Move the best cold record to the hot heap, which restores the invariant. One record, not
