@@ -26,7 +26,7 @@ from scrapy.utils.request import request_from_dict
 
 from focuscrawl import signals as focus_signals
 from focuscrawl.frontier import Entry, Frontier, SeenSet
-from focuscrawl.frontier.mercator import read_stored, record_priority
+from focuscrawl.frontier.mercator import PackedRescorer, read_stored, record_priority
 from focuscrawl.jobdir import JobDir, JobDirError
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
 from focuscrawl.learning.learner import HUB_CAP, LEARNING_RATE, is_vector, page_reward
@@ -74,6 +74,8 @@ class FocusScheduler:
         # packed entries: a few hundred bytes a queued URL instead of a live Request and vector
         codec = RequestCodec(self._request_dict, self._request_from_dict, _parent) if self.frontier_pack else None
         self.frontier = Frontier(capacity=self.frontier_capacity, codec=codec, deflate_from=FRONTIER_DEFLATE_FROM)
+        # the frontier's rescorer: packed entries are re-scored from their bytes, others as entries
+        self._rescore = PackedRescorer(self._rescore_entries, self._rescore_packed)
         self._method_names: dict = {}  # the spider's callbacks' functions -> their names
         self.seen = SeenSet()
         self.robots: dict[str, RobotsRules] = {}
@@ -397,12 +399,18 @@ class FocusScheduler:
             meta={"focus_robots_for": host, "dont_retry": True, "handle_httpstatus_list": list(range(400, 600))},
         )
 
-    def _rescore(self, entries: list[Entry]) -> list[float]:
+    def _rescore_entries(self, entries: list[Entry]) -> list[float]:
         """New priorities; a packed entry comes as a LinkPreview (its parent), not a Request."""
         scores = iter(self.learner.score_many([
             (e.features, e.url, e.payload.parent if type(e.payload) is LinkPreview else _parent(e.payload))
             for e in entries if e.features is not None]))
         return [ROBOTS_PRIORITY if e.features is None else next(scores) for e in entries]
+
+    def _rescore_packed(self, urls: list[str], blobs: list[bytes]) -> list[float]:
+        """``_rescore_entries`` for packed entries, from their URLs and the codec's bytes."""
+        parents, counts, idx, val = self.frontier.codec.links(blobs)
+        scores = self.learner.score_joined(urls, parents, [n or 0 for n in counts], idx, val)
+        return [ROBOTS_PRIORITY if n is None else score for n, score in zip(counts, scores)]
 
     def _schedule_wakeup(self, soon: bool = False) -> None:
         """Ask the engine for the next request when the earliest waiting host becomes ready

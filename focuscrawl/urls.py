@@ -99,11 +99,22 @@ def path_segments(url: str) -> list[str]:
 @lru_cache(maxsize=65536)
 def path_prefix(url: str, depth: int = 1) -> str:
     """``host/first-segment``: the unit whose yield the learner tracks below the host."""
-    segs = path_segments(url)
+    return host_and_prefix(url, depth)[1]
+
+
+def host_and_prefix(url: str, depth: int = 1) -> tuple[str, str]:
+    """``(host_key(url), path_prefix(url, depth))`` from one parse of the URL, not cached: background
+    re-scoring asks for both for more queued URLs than the caches hold."""
+    plain = _host_and_path(url)
+    if plain is None:
+        host, path = host_key(url), urlsplit(url).path
+    else:
+        host, path = plain[0].rstrip("."), plain[1]
+    segs = [s for s in path.split("/") if s]
     # a trailing file name is not a directory prefix
     if segs and "." in segs[-1]:
         segs = segs[:-1]
-    return host_key(url) + "/" + "/".join(segs[:depth])
+    return host, host + "/" + "/".join(segs[:depth])
 
 
 def url_tokens(url: str) -> list[str]:

@@ -11,6 +11,7 @@ from scrapy.utils.test import get_crawler
 
 from focuscrawl.frontier import Entry
 from focuscrawl.learning import link_context, link_features
+from focuscrawl.learning.learner import page_reward
 from focuscrawl.politeness import HostTiming
 from focuscrawl.scheduler import FocusScheduler
 from focuscrawl.urls import canonicalize
@@ -403,3 +404,52 @@ def test_a_snapshot_of_the_previous_format_or_read_with_packing_turned_off_resum
     # the resume's own checkpoint; without packing, as before packing: every entry a row
     assert snapshot["format"] == 2 and len(snapshot["packed"]) == (3 if pack else 0)
     assert len(snapshot["entries"]) == (0 if pack else len(queue))
+
+
+def _filled_for_rescoring(scheduler):
+    """A packed frontier over many hosts: links with parents, seeds without one, a few entries
+    without features; then a learner that has seen pages there (dynamic evidence varies)."""
+    spider, learner = scheduler.spider, scheduler.learner
+    rng = np.random.default_rng(5)
+    for i in range(600):
+        host = f"h{i % 37}.test"
+        url = f"http://{host}/s{i % 5}/{'d/' * (i % 2)}p{i}.html"
+        parent = None if i % 9 == 0 else f"http://{host}/hub{i % 4}.html"
+        meta = {"depth": 1, "focus_link": {"anchor": f"a{i}", "context": "", "parent_url": parent,
+                                           "parent_score": 0.5, "hops": 0, "link_score": 0.5}}
+        request = Request(url, callback=spider.parse, meta=meta if parent else {})
+        features = None if i % 50 == 7 else learner.vectorise(
+            [("bias", 1.0), (f"word:{i % 23}", float(rng.random())), ("depth:1", 1.0)])
+        scheduler.frontier.push(host, Entry(float(rng.random()), url, request, features, scheduler.frontier.version))
+    for i in range(0, 600, 7):  # pages fetched at some hosts, prefixes and hubs
+        host = f"h{i % 37}.test"
+        learner.observe(f"http://{host}/s{i % 5}/x{i}.html", f"http://{host}/hub{i % 4}.html",
+                        [("bias", 1.0), (f"word:{i % 23}", 1.0)], page_reward(float(rng.random()), i % 3 == 0), i % 3 == 0,
+                        wasted=i % 5 == 0)
+    scheduler.frontier.version += 1
+
+
+def test_rescoring_packed_entries_from_their_bytes_gives_the_priorities_of_scoring_one_by_one(monkeypatch):
+    from focuscrawl.frontier import mercator
+    from focuscrawl.scheduler import ROBOTS_PRIORITY, _parent
+
+    fast, slow = make_scheduler(), make_scheduler()
+    for scheduler in (fast, slow):
+        _filled_for_rescoring(scheduler)
+    expected = {}
+    for _, e in slow.frontier.entries():  # unpacked in full: the Request gives the parent
+        expected[e.url] = ROBOTS_PRIORITY if e.features is None else slow.learner.score(
+            e.features, e.url, _parent(e.payload))
+    assert slow.frontier.rescore_stale(lambda entries: slow._rescore_entries(entries), limit=10**6) == 600
+    previews, built = [], []
+    preview = fast.frontier._preview
+    fast.frontier._preview = lambda url, blob: previews.append(url) or preview(url, blob)
+    monkeypatch.setattr(mercator, "Entry", lambda *a: built.append(a) or Entry(*a))
+    assert fast.frontier.rescore_stale(fast._rescore, limit=10**6) == 600
+    assert previews == [] and built == []  # no preview, no Entry per record
+    monkeypatch.undo()
+    got = {e.url: e.priority for _, e in fast.frontier.entries()}
+    assert got == {e.url: e.priority for _, e in slow.frontier.entries()}  # exactly: the entry path's floats
+    # score() adds the same terms in another order (as the entry path always did): equal to ~1 ulp
+    assert got == pytest.approx(expected, rel=1e-12, abs=0)
+    assert len(set(got.values())) > 300

@@ -77,7 +77,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import accumulate
 from typing import Any, Protocol
 
-# rescore(entries) -> new priorities, one per entry
+# rescore(entries) -> new priorities, one per entry; it may also be a PackedRescorer
 Rescorer = Callable[[list["Entry"]], list[float]]
 # unpack(url, blob) -> (payload, features): a codec's ``unpack`` or ``preview``
 Unpack = Callable[[str, bytes], tuple[Any, Any]]
@@ -96,6 +96,21 @@ class Codec(Protocol):
     # Optional: ``preview(url, blob) -> (payload, features)``, what the rescorer needs of an
     # entry, cheaper than ``unpack`` (a re-scored record keeps its blob, so the payload given
     # to the rescorer is never stored).
+
+
+class PackedRescorer:
+    """A rescorer that also takes packed records as they are stored: ``packed(urls, blobs)`` gets
+    their URLs and codec bytes and gives their new priorities, so background re-scoring builds no
+    Entry (nor the codec's preview) for each of them. Other records go to ``entries``."""
+
+    __slots__ = ("entries", "packed")
+
+    def __init__(self, entries: Rescorer, packed: Callable[[list[str], list[bytes]], list[float]]):
+        self.entries = entries
+        self.packed = packed
+
+    def __call__(self, entries: list[Entry]) -> list[float]:
+        return self.entries(entries)
 
 
 _HEAD = struct.Struct(">QIi")  # order key, seq, version
@@ -664,10 +679,9 @@ class Frontier:
         """The records (taken out of their hosts, ``hosts`` alongside) re-scored under the current
         version, in one call of the rescorer: new headers, the same URLs and blobs (a rich entry is
         kept again, with its new priority and version)."""
-        preview = self._preview
-        entries = [h.decode(r, preview, forget=True) for h, r in zip(hosts, records)]
+        entries, priorities = self._priorities(hosts, records, rescore)
         version, out = self.version, []
-        for h, record, entry, priority in zip(hosts, records, entries, rescore(entries)):
+        for h, record, entry, priority in zip(hosts, records, entries, priorities):
             seq = self._next_seq()
             if record[_FLAG] == _RICH:
                 entry.priority, entry.version = priority, version
@@ -675,6 +689,20 @@ class Frontier:
             else:  # the entry (a preview) is dropped: only its record is kept
                 out.append(_restamp(record, priority, seq, version))
         return out
+
+    def _priorities(self, hosts: list[_Host], records: list[bytes], rescore: Rescorer) -> tuple[list, list[float]]:
+        """The records' entries (None where none was built) and their new priorities: packed
+        records straight from their bytes when the rescorer takes them so (``PackedRescorer``),
+        the others decoded (packed ones by the codec's preview) and re-scored as entries."""
+        packed = rescore.packed if isinstance(rescore, PackedRescorer) else None
+        entries = [None if packed is not None and r[_FLAG] & _PACKED else h.decode(r, self._preview, forget=True)
+                   for h, r in zip(hosts, records)]
+        decoded = [e for e in entries if e is not None]
+        if len(decoded) == len(entries):
+            return entries, rescore(entries)
+        urls, blobs = zip(*[_read(r, h.prefix) for h, r, e in zip(hosts, records, entries) if e is None])
+        fast, slow = iter(packed(list(urls), list(blobs))), iter(rescore(decoded) if decoded else ())
+        return entries, [next(fast) if e is None else next(slow) for e in entries]
 
     def _refresh_top(self, h: _Host, rescore: Rescorer, budget: int) -> None:
         """Re-score stale entries at the top of a host queue until the top is fresh."""

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from focuscrawl.urls import host_key, path_prefix
+from focuscrawl.urls import host_and_prefix, host_key, path_prefix
 
 Features = Sequence[tuple[str, float]]
 Vector = tuple[np.ndarray, np.ndarray]  # hashed feature indices and values
@@ -241,16 +241,25 @@ class LinkRewardLearner:
         siblings (links from the same page) have paid off so far."""
         return self._dynamic_at(*self._places(url, parent))
 
+    @classmethod
+    def _dynamic_at(cls, host: _Yield, prefix: _Yield, siblings: _Yield | None) -> list[tuple[str, float]]:
+        return cls._place_features(host, prefix) + cls._sibling_features(siblings)
+
     @staticmethod
-    def _dynamic_at(host: _Yield, prefix: _Yield, siblings: _Yield | None) -> list[tuple[str, float]]:
+    def _place_features(host: _Yield, prefix: _Yield) -> list[tuple[str, float]]:
+        """The dynamic features of a link's host and path prefix (shared by many queued links)."""
         feats = [("host_yield", host.rate()), ("prefix_yield", prefix.rate()),
                  ("host_waste", host.waste()), ("prefix_waste", prefix.waste())]
         if isinstance(host, _Prior):
             feats.append(("host_unseen", 1.0))
-        if siblings is not None and siblings.fetched:
-            feats.append(("sibling_yield", siblings.rate()))
-            feats.append(("sibling_waste", siblings.waste()))
         return feats
+
+    @staticmethod
+    def _sibling_features(siblings: _Yield | None) -> list[tuple[str, float]]:
+        """The dynamic features of the links found on the same page: none while none was fetched."""
+        if siblings is not None and siblings.fetched:
+            return [("sibling_yield", siblings.rate()), ("sibling_waste", siblings.waste())]
+        return []
 
     def bonus(self, url: str, parent: str | None = None) -> float:
         """Optimism under uncertainty: places we know little about get a bonus that shrinks as
@@ -276,33 +285,62 @@ class LinkRewardLearner:
         return self.model.predict_vector(vector) + self._dynamic_value(*places) + self._bonus_at(*places)
 
     def score_many(self, items: Sequence[tuple[Features | Vector, str, str | None]]) -> list[float]:
-        """``score`` for many links at once (the frontier's re-scoring batches): the hashed
-        features of all links in one numpy pass, the dynamic evidence per link."""
+        """``score`` for many links at once (the frontier's re-scoring batches)."""
         if not items:
             return []
         vectors = [f if is_vector(f) else self.model.vectorise(f) for f, _, _ in items]
-        sizes = np.fromiter((len(v[0]) for v in vectors), dtype=np.int64, count=len(vectors))
-        static = np.zeros(len(vectors))
-        if sizes.sum():
-            idx = np.concatenate([v[0] for v in vectors])
-            val = np.concatenate([v[1] for v in vectors])
+        sizes = [len(v[0]) for v in vectors]
+        if sum(sizes):
+            idx, val = np.concatenate([v[0] for v in vectors]), np.concatenate([v[1] for v in vectors])
+        else:
+            idx, val = np.zeros(0, np.int32), np.zeros(0, np.float32)
+        return self.score_joined([url for _, url, _ in items], [parent for _, _, parent in items], sizes, idx, val)
+
+    def score_joined(self, urls: Sequence[str], parents: Sequence[str | None], sizes: Sequence[int],
+                     idx: np.ndarray, val: np.ndarray) -> list[float]:
+        """``score_many`` with the links' hashed features joined: link i's are the next ``sizes[i]``
+        of ``idx`` and ``val``. A packed frontier hands its feature bytes over this way, read in one
+        numpy pass instead of two small arrays per link."""
+        static = self._static_values(sizes, idx, val)
+        return [value + extra for value, extra in zip(static, self._dynamic_values(urls, parents))]
+
+    def _static_values(self, sizes: Sequence[int], idx: np.ndarray, val: np.ndarray) -> list[float]:
+        """The linear model's part of each link's score: one dot product per link, in one pass."""
+        sizes = np.asarray(sizes, dtype=np.int64)
+        static = np.zeros(len(sizes))
+        if len(idx):
             products = self.model.coef_[idx] * val
             starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
             nonempty = sizes > 0
             static[nonempty] = np.add.reduceat(products, starts[nonempty])
-        out, dynamic = [], {}  # links of one batch share hosts, prefixes and parents
-        for value, (_, url, parent) in zip(static.tolist(), items):
-            key = (host_key(url), path_prefix(url), parent)
-            extra = dynamic.get(key)
-            if extra is None:
-                places = self._places(url, parent)
-                extra = dynamic[key] = self._dynamic_value(*places) + self._bonus_at(*places)
-            out.append(value + extra)
+        return static.tolist()
+
+    def _dynamic_values(self, urls: Sequence[str], parents: Sequence[str | None]) -> list[float]:
+        """The dynamic evidence and exploration bonus of each link, as ``score`` adds them. The host
+        and prefix part is worked out once per prefix (links of a batch share them) and the
+        siblings' part added after it, in the order ``_dynamic_value`` sums them (equal floats)."""
+        weights = self._dynamic_weights()
+        places: dict[str, tuple[float, float]] = {}  # prefix (host + "/" ...) -> (evidence, bonus)
+        out = []
+        for url, parent in zip(urls, parents):
+            host_name, prefix_name = host_and_prefix(url)
+            place = places.get(prefix_name)
+            if place is None:
+                host = self.hosts.get(host_name) or self._unseen_host
+                prefix = self.prefixes.get(prefix_name, _UNSEEN)
+                place = places[prefix_name] = (_weighted(self._place_features(host, prefix), weights),
+                                               self._bonus_at(host, prefix))
+            siblings = self.children.get(parent) if parent else None
+            out.append(_weighted(self._sibling_features(siblings), weights, place[0]) + place[1])
         return out
 
+    def _dynamic_weights(self) -> dict[str, float]:
+        """The model's current weights of the dynamic features, as floats."""
+        coef = self.model.coef_
+        return {name: float(coef[i]) for name, i in self._dynamic_index.items()}
+
     def _dynamic_value(self, host: _Yield, prefix: _Yield, siblings: _Yield | None) -> float:
-        coef, index = self.model.coef_, self._dynamic_index
-        return float(sum(coef[index[name]] * value for name, value in self._dynamic_at(host, prefix, siblings)))
+        return _weighted(self._dynamic_at(host, prefix, siblings), self._dynamic_weights())
 
     def explain(self, features: Features, url: str, parent: str | None = None, top: int = 3) -> list[tuple[str, float]]:
         """The features that contributed most to a link's priority (by absolute contribution)."""
@@ -392,6 +430,14 @@ class LinkRewardLearner:
         self.model.fit_vector((np.concatenate((vector[0], dynamic[0])), np.concatenate((vector[1], dynamic[1]))),
                               target)
 
+
+
+def _weighted(features: Features, weights: dict[str, float], start: float = 0.0) -> float:
+    """``start`` plus the features times their weights, summed in order."""
+    total = start
+    for name, value in features:
+        total += weights[name] * value
+    return total
 
 
 def is_vector(features) -> bool:
