@@ -726,14 +726,20 @@ def test_raw_runs_never_hold_more_records_than_deflate_from():
     assert run_kinds(f) == {True} and len(f) == 3000
 
 
-@pytest.mark.parametrize("max_runs", [mercator._MAX_RUNS, 3])
+def lots_within(host, max_lots, version):
+    """At most ``max_lots`` lots, or past it only lots of the current version (not merged yet)."""
+    lots = [run for run in host.runs or () if run.lot]
+    return len(lots) <= max_lots or sum(run.version != struct.pack(">i", version) for run in lots) <= 1
+
+
+@pytest.mark.parametrize("max_lots", [mercator._MAX_LOTS, 3])
 @pytest.mark.parametrize("deflate_from", [0, 10**9])
-def test_a_deep_host_is_rescored_a_bounded_part_at_a_time_best_first(deflate_from, max_runs, monkeypatch):
+def test_a_deep_host_is_rescored_a_bounded_part_at_a_time_best_first(deflate_from, max_lots, monkeypatch):
     """A host bigger than a call's limit is not re-scored whole in one call (a host with 10^5 queued
     URLs held the reactor ~5 s on every learner update): each call takes its best stale entries (a
     block more at most), the next calls go on with it. Pops and pushes between the calls keep exact
     priority order, rich and packed entries come through whole, and no entry is lost or doubled."""
-    monkeypatch.setattr(mercator, "_MAX_RUNS", max_runs)  # 3: the cap on runs is reached often
+    monkeypatch.setattr(mercator, "_MAX_LOTS", max_lots)  # 3: the cap on lots is reached often
     f = Frontier(codec=BytesCodec(), deflate_from=deflate_from)
     rows = packable(["deep.example"], 3000, keep_every=50) + packable(["small.example"], 40, seed=9)
     before = {e.url: (e.priority, e.payload, e.features) for _, e in rows}  # kept objects are re-scored in place
@@ -756,23 +762,29 @@ def test_a_deep_host_is_rescored_a_bounded_part_at_a_time_best_first(deflate_fro
             drain_some(f, 25)
             f.push("deep.example", Entry(0.99, "https://deep.example/new", b"\xfe\x01", (0.5,), version=1))
     assert len(calls) >= 6 and sum(calls) == len(seen) == len(set(seen)) >= 3040 - 25  # each once at most
-    assert len(deep.runs or ()) <= min(12, max_runs + 1)  # the re-scored lots are merged as spills are
+    # re-scored lots are runs of their own before the spills' runs, which keep their LSM shape (a
+    # spill through many small lots would rewrite the whole host)
+    spills = [run.size for run in deep.runs if not run.lot]
+    assert spills == sorted(spills, reverse=True) and all(run.lot for run in deep.runs[:-len(spills) or None])
     # learner updates keep coming while the deep host is part done: every call stays bounded, the
-    # host never holds more than _MAX_RUNS runs, and records re-scored under the current version are
-    # never mixed back into stale runs (that took the same fresh records out and back for ever)
+    # lots stay within their cap, and fresh records never go back into stale runs (they were taken
+    # out and put back for ever)
     for version in range(2, 12):
         f.version = version
         for _ in range(3):
             done = f.rescore_stale(lambda entries: [e.priority for e in entries], limit=500)
-            assert 0 < done <= 500 + 16 and len(deep.runs or ()) <= max_runs + 1
+            assert 0 < done <= 500 + 16 and lots_within(deep, max_lots, version)
+            for _ in range(20):  # and the crawl pushes new links
+                f.push("deep.example", Entry(0.5, f"https://deep.example/v{version}-{len(f)}", b"\x01", (0.1,),
+                                             version=version))
     f.version = 12
     while f.rescore_stale(flip, limit=500):
-        assert len(deep.runs or ()) <= max_runs + 1
+        assert lots_within(deep, max_lots, 12)
     left = drain_entries(f)
     assert [e.priority for e in left] == sorted((e.priority for e in left), reverse=True)  # exact order
-    assert all(e.version == 12 for e in left) and len(left) == 3040 - 25 + 1
+    assert all(e.version == 12 for e in left) and len(left) == 3040 - 25 + 1 + 600
     for e in left:
-        if e.url != "https://deep.example/new":
+        if e.url in before:
             priority, payload, features = before[e.url]
             assert (e.payload, e.features) == (payload, features)
             assert e.priority == pytest.approx(priority)  # flipped twice

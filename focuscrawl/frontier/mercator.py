@@ -136,7 +136,8 @@ _BLOCK = 16  # records per deflated block (at most 255: a one-byte count)
 _ZLEVEL = 1  # level 6 saves ~2% of the bytes for ~20% more time
 _ESC = b"\xfe"  # never in UTF-8 (nor in surrogatepass output): ends a packed record's URL
 _LENGTHS = [struct.Struct(f">{n}I") for n in range(_BLOCK + 1)]  # lengths of a block's records past the header
-_MAX_RUNS = 64  # runs a host may keep while a deep host is re-scored part by part (see _Host.add_run)
+_LOT_MAX = 4096  # records one merge of re-scored lots may write (see _Host.add_lot)
+_MAX_LOTS = 64  # lots a host keeps at most; past it the two smallest stale ones are merged
 _RESCORE_BATCH = 1024  # entries unpacked at a time by background re-scoring (bounds the memory)
 
 
@@ -225,11 +226,12 @@ class _Run:
     of which is inflated (``front``, best record last) once a record is taken from it. With
     ``deflate`` false the blocks are the records' lists themselves (see ``Frontier.deflate_from``)."""
 
-    __slots__ = ("blocks", "front", "size", "version", "deflated")
+    __slots__ = ("blocks", "front", "size", "version", "deflated", "lot")
 
-    def __init__(self, records: list[bytes], deflate: bool = True) -> None:
+    def __init__(self, records: list[bytes], deflate: bool = True, lot: bool = False) -> None:
         self.size = len(records)
         self.deflated = deflate
+        self.lot = lot  # records a background pass re-scored in part (``_Host.add_lot``)
         self.blocks = [self._close(records[i:i + _BLOCK]) for i in reversed(range(0, len(records), _BLOCK))]
         self.front: list[bytes] | None = None
         # the version every record shares, if they do: background re-scoring skips fresh runs
@@ -243,10 +245,11 @@ class _Run:
         return _unpack(block) if self.deflated else block
 
     def __getstate__(self):  # explicit: a class with slots pickles so with every protocol
-        return self.blocks, self.front, self.size, self.version, self.deflated
+        return self.blocks, self.front, self.size, self.version, self.deflated, self.lot
 
     def __setstate__(self, state):
-        self.blocks, self.front, self.size, self.version, self.deflated = state
+        self.blocks, self.front, self.size, self.version, self.deflated, *lot = state
+        self.lot = bool(lot and lot[0])
 
     def head(self) -> bytes:
         if self.front:
@@ -452,28 +455,42 @@ class _Host:
         self.cold += len(cold)
         self.cold_head = min(run.head() for run in self.runs)
 
-    def add_run(self, records: list[bytes], fresh: bytes | None = None) -> None:
+    def add_run(self, records: list[bytes]) -> None:
         """A new run of ``records`` (sorted), merged LSM-style with the newest runs while the older
-        of the last two is no bigger (the caller keeps ``cold`` and ``cold_head``). A run of
-        records re-scored under version ``fresh`` merges only with runs of that version: mixed
-        with stale records they would be taken out and put back again and again. Past
-        ``_MAX_RUNS`` runs, the two smallest stale ones become one (a bounded rewrite, not the
-        whole host)."""
+        of the last two is no bigger (the caller keeps ``cold`` and ``cold_head``). Lots sit
+        before these runs and are never merged with them (``add_lot``)."""
         runs = self.runs
         if runs is None:
             runs = self.runs = []
         deflate = self.owner.deflating()
         runs.append(_Run(records, deflate))
-        while len(runs) > 1 and runs[-2].size <= runs[-1].size and fresh in (None, runs[-2].version):
+        while len(runs) > 1 and not runs[-2].lot and runs[-2].size <= runs[-1].size:
             newer, older = runs.pop(), runs.pop()
             runs.append(_Run(sorted(older.records() + newer.records()), deflate))
-        while fresh is not None and len(runs) > _MAX_RUNS:
-            stale = sorted((run for run in runs if run.version != fresh), key=lambda run: run.size)[:2]
+
+    def add_lot(self, records: list[bytes], version: bytes) -> None:
+        """A lot of records re-scored under ``version`` by a partial pass (sorted): a run of its own
+        at the front, apart from the spills' runs. Among those, many small lots would make the next
+        spill merge its way through the whole host; apart, lots merge only with each other, each
+        merge bounded: a lot with the lot before it while both are of ``version`` and together at
+        most ``_LOT_MAX`` records (mixed with stale records, fresh ones would be taken out and put
+        back again and again), and past ``_MAX_LOTS`` lots the two smallest stale ones."""
+        runs = self.runs
+        if runs is None:
+            runs = self.runs = []
+        deflate = self.owner.deflating()
+        runs.insert(0, _Run(records, deflate, lot=True))
+        while (len(runs) > 1 and runs[1].lot and runs[1].version == version
+               and runs[0].size + runs[1].size <= _LOT_MAX):
+            newer, older = runs.pop(0), runs.pop(0)
+            runs.insert(0, _Run(sorted(older.records() + newer.records()), deflate, lot=True))
+        while sum(run.lot for run in runs) > _MAX_LOTS:
+            stale = sorted((run for run in runs if run.lot and run.version != version), key=lambda run: run.size)[:2]
             if len(stale) < 2:
                 break
             for run in stale:
                 runs.remove(run)
-            runs.insert(0, _Run(sorted(stale[0].records() + stale[1].records()), deflate))
+            runs.insert(0, _Run(sorted(stale[0].records() + stale[1].records()), deflate, lot=True))
 
     def _refill(self) -> None:
         """Move the best cold record to the hot heap, which restores the invariant. One record, not
@@ -763,7 +780,7 @@ class Frontier:
 
     def _rescore_part(self, h: _Host, budget: int, version: bytes, rescore: Rescorer) -> int:
         """Re-score about ``budget`` of a host's stale records, the best first: stale hot records,
-        then the best blocks of its stale cold runs, all taken from the runs stored as one new run.
+        then the best blocks of its stale cold runs, which become a lot (``_Host.add_lot``).
         What is left stays where it is, stale, for the next call. Returns the records re-scored."""
         hot = sorted(r for r in h.queue if r[_KEY:_FLAG] != version)[:budget]
         if hot:
@@ -783,7 +800,7 @@ class Frontier:
             lot += [r for r in taken if r[_KEY:_FLAG] == version] + self._rescored_batches([h] * len(stale), stale, rescore)
             done += len(stale)
         if lot:
-            h.add_run(sorted(lot), fresh=version)
+            h.add_lot(sorted(lot), version)
         h._recount()
         if h.runs and (not h.queue or h.cold_head < h.queue[0]):
             h._refill()  # the best cold record, better than the hot best now: hot again
