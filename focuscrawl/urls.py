@@ -91,7 +91,11 @@ def robots_url(url: str) -> str:
 
 
 def path_segments(url: str) -> list[str]:
-    plain = _host_and_path(url)
+    return _segments(url, _host_and_path(url))
+
+
+def _segments(url: str, plain: tuple[str, str] | None) -> list[str]:
+    """The path segments of ``url``; ``plain`` is its ``_host_and_path`` (urlsplit when None)."""
     path = plain[1] if plain is not None else urlsplit(url).path
     return [s for s in path.split("/") if s]
 
@@ -106,11 +110,8 @@ def host_and_prefix(url: str, depth: int = 1) -> tuple[str, str]:
     """``(host_key(url), path_prefix(url, depth))`` from one parse of the URL, not cached: background
     re-scoring asks for both for more queued URLs than the caches hold."""
     plain = _host_and_path(url)
-    if plain is None:
-        host, path = host_key(url), urlsplit(url).path
-    else:
-        host, path = plain[0].rstrip("."), plain[1]
-    segs = [s for s in path.split("/") if s]
+    host = host_key(url) if plain is None else plain[0].rstrip(".")
+    segs = _segments(url, plain)
     # a trailing file name is not a directory prefix
     if segs and "." in segs[-1]:
         segs = segs[:-1]

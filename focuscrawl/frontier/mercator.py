@@ -54,7 +54,8 @@ Re-scoring is lazy: every entry carries the scorer ``version`` it was scored und
 ``version`` moves on, stale entries are re-scored as they reach the top of their host queue
 (cold ones once they are back in the hot heap) and in bounded background batches
 (``rescore_stale``: whole hosts, hot and cold, skipping runs known to be fresh; a host deeper than
-what is left of a batch a part at a time, best first, each part a new run), never by a full
+what is left of a batch a part at a time, best first, each part a lot apart from its spills'
+runs), never by a full
 scan on the hot path. The rescorer gets entries with their features and payload (packed ones a
 bounded batch at a time, as the codec's ``preview`` shows them when it has one, else unpacked); a
 re-scored record keeps its URL and blob, only its header is new, so nothing is packed again.
@@ -191,6 +192,20 @@ def read_stored(prefix: str, loose: list[bytes], blocks: list[bytes]) -> Iterato
             yield record, *_read(record, prefix)
 
 
+def _merged(a: _Run, b: _Run, deflate: bool, lot: bool = False) -> _Run:
+    """One run of the records of two."""
+    return _Run(sorted(a.records() + b.records()), deflate, lot)
+
+
+def _by_version(records: Iterable[bytes], version: bytes) -> tuple[list[bytes], list[bytes]]:
+    """``(fresh, stale)``: the records scored under ``version``, and the others."""
+    fresh: list[bytes] = []
+    stale: list[bytes] = []
+    for r in records:
+        (fresh if r[_KEY:_FLAG] == version else stale).append(r)
+    return fresh, stale
+
+
 def _order_key(priority: float) -> int:
     """A uint64 that sorts ascending as ``priority`` sorts descending."""
     (u,) = _Q.unpack(_D.pack(priority))
@@ -248,8 +263,7 @@ class _Run:
         return self.blocks, self.front, self.size, self.version, self.deflated, self.lot
 
     def __setstate__(self, state):
-        self.blocks, self.front, self.size, self.version, self.deflated, *lot = state
-        self.lot = bool(lot and lot[0])
+        self.blocks, self.front, self.size, self.version, self.deflated, self.lot = state
 
     def head(self) -> bytes:
         if self.front:
@@ -452,8 +466,7 @@ class _Host:
         self.queue = hot
         cold = records[_HOT_KEEP:]
         self.add_run(cold)
-        self.cold += len(cold)
-        self.cold_head = min(run.head() for run in self.runs)
+        self._recount()
 
     def add_run(self, records: list[bytes]) -> None:
         """A new run of ``records`` (sorted), merged LSM-style with the newest runs while the older
@@ -465,8 +478,7 @@ class _Host:
         deflate = self.owner.deflating()
         runs.append(_Run(records, deflate))
         while len(runs) > 1 and not runs[-2].lot and runs[-2].size <= runs[-1].size:
-            newer, older = runs.pop(), runs.pop()
-            runs.append(_Run(sorted(older.records() + newer.records()), deflate))
+            runs.append(_merged(runs.pop(), runs.pop(), deflate))
 
     def add_lot(self, records: list[bytes], version: bytes) -> None:
         """A lot of records re-scored under ``version`` by a partial pass (sorted): a run of its own
@@ -482,15 +494,14 @@ class _Host:
         runs.insert(0, _Run(records, deflate, lot=True))
         while (len(runs) > 1 and runs[1].lot and runs[1].version == version
                and runs[0].size + runs[1].size <= _LOT_MAX):
-            newer, older = runs.pop(0), runs.pop(0)
-            runs.insert(0, _Run(sorted(older.records() + newer.records()), deflate, lot=True))
+            runs.insert(0, _merged(runs.pop(0), runs.pop(0), deflate, lot=True))
         while sum(run.lot for run in runs) > _MAX_LOTS:
             stale = sorted((run for run in runs if run.lot and run.version != version), key=lambda run: run.size)[:2]
             if len(stale) < 2:
                 break
             for run in stale:
                 runs.remove(run)
-            runs.insert(0, _Run(sorted(stale[0].records() + stale[1].records()), deflate, lot=True))
+            runs.insert(0, _merged(*stale, deflate, lot=True))
 
     def _refill(self) -> None:
         """Move the best cold record to the hot heap, which restores the invariant. One record, not
@@ -764,9 +775,7 @@ class Frontier:
                 done += self._rescore_part(h, limit - done, version, rescore)
                 break
             visited += 1
-            fresh, stale = [], []
-            for r in h.records():
-                (fresh if r[_KEY:_FLAG] == version else stale).append(r)
+            fresh, stale = _by_version(h.records(), version)
             pending.append((h, fresh, stale))
             done += len(stale)
             waiting += len(stale)
@@ -796,8 +805,8 @@ class Frontier:
             taken = run.take_best(budget - done)
             if not run.size:
                 h.runs.remove(run)
-            stale = [r for r in taken if r[_KEY:_FLAG] != version]
-            lot += [r for r in taken if r[_KEY:_FLAG] == version] + self._rescored_batches([h] * len(stale), stale, rescore)
+            fresh, stale = _by_version(taken, version)
+            lot += fresh + self._rescored_batches([h] * len(stale), stale, rescore)
             done += len(stale)
         if lot:
             h.add_lot(sorted(lot), version)
