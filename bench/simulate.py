@@ -135,6 +135,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     page_scores: dict[str, float] = {}
     found: set[str] = set()
     curve: list[int] = []
+    link_scores: dict[str, float | None] = {}  # the link model's score of the link that found a URL
 
     def enqueue(url, parent, anchor, context, parent_score, depth, hops, link_score):
         canonical = canonicalize(url)
@@ -143,6 +144,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         seen.add(canonical)
         context_ = LinkContext(canonical, anchor, context, parent, parent_score, depth, hops, link_score)
         frontier[canonical] = (learner.vectorise(link_features(context_)), parent, depth, hops)
+        link_scores[canonical] = link_score
 
     def fetch(url, vector, parent, depth, hops):
         key = url_key(url)
@@ -154,6 +156,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
             if target and (target not in seen or target in frontier) and len(curve) < budget:
                 seen.add(target)
                 frontier.pop(target, None)
+                link_scores[target] = link_scores.get(url)  # the request keeps its link's meta
                 fetch(target, vector, parent, depth, hops)
             return
         if kind != PAGE or key not in web.pages:
@@ -167,14 +170,17 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
             else:
                 score = model.score(title, text)
             page_scores[key] = score
-        hit = score >= hit_threshold
+        # the page and the link that led to it, as the spider judges them (FOCUS_LINK_EVIDENCE)
+        evidence = score if oracle == "page" else model.with_link_evidence(score, link_scores.get(url))
+        hit = evidence >= hit_threshold
         learner.observe(url, parent, vector, page_reward(score, hit), hit, False)
         if relevance.is_relevant_key(key):
             found.add(relevance.page_of_key(key))
             curve[-1] = len(found)
         hops = 0 if hit else hops + 1
         for (anchor, context, link), link_score in zip(links, model.score_links(links)):
-            enqueue(link, url, anchor, context, score, depth + 1, hops, round(link_score, 4))
+            enqueue(link, url, anchor, context, round(model.probability(evidence), 4), depth + 1, hops,
+                    round(link_score, 4))
 
     for url in seeds:
         enqueue(url, None, "", "", None, 0, 0, None)

@@ -762,6 +762,7 @@ def read_settings(s) -> dict:
         threshold = number(name, 0.5)
         if threshold > 1:
             raise ValueError(f"{name} is a probability (0 to 1), not {threshold}")
+    number("FOCUS_LINK_EVIDENCE", 1.0)  # the spider's too
     exclude_file = s.get("FOCUS_EXCLUDE_FILE")
     try:
         per_host = {k: float(v["delay"]) for k, v in slots.items() if "delay" in v}

@@ -84,6 +84,12 @@ FOCUS_RELEVANCE_THRESHOLD = 0.5
 # negative examples, e.g. 0.83 for WebKB's course), stricter than the items' threshold for a
 # minority topic: chasing borderline pages leads the crawl to more look-alikes.
 FOCUS_REWARD_THRESHOLD = None
+# The learner also reads the link that led to a page: the link model's log-odds for it, times this
+# weight, are added to the page's own before the reward threshold applies, and the links found on
+# the page carry the result (as the probability of being on topic) as their parent score. The
+# page's words cannot tell a course's home page from its syllabus; its link often can. 0: the page
+# alone. Items and export keep the page's own score.
+FOCUS_LINK_EVIDENCE = 1.0
 # Path of the topic model (joblib); the spider argument ``-a model=`` overrides it.
 FOCUS_MODEL = None
 # SQLite crawl store path; None means JOBDIR/crawl.db when JOBDIR is set, else ./crawl.db.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import random
 from pathlib import Path
 
@@ -297,6 +298,34 @@ def test_even_odds_score_undoes_the_class_balancing(pages):
     balanced, _ = train_topic_model(examples_of(pages), ["course"], cv_folds=2)
     assert balanced.even_odds_score == pytest.approx(0.5)
     assert TopicModel(balanced.pipeline, {}).even_odds_score == 0.5  # counts unknown: no correction
+
+
+def test_link_evidence_adds_the_links_log_odds_to_the_pages(pages):
+    """Both models are trained class-balanced, so each one's log-odds is its evidence: the link's
+    (times the weight) is added to the page's; a neutral link (0.5) changes nothing, and without a
+    link, a weight or a link model the page's score stands."""
+    model, _ = train_topic_model(examples_of(pages[:4] + pages[12:]), ["course"], cv_folds=2)
+    model.link_pipeline = object()  # only its presence matters here
+
+    def logit(p):
+        return math.log(p / (1 - p))
+
+    for score, link, weight in ((0.9, 0.8, 1.0), (0.9, 0.1, 1.0), (0.3, 0.95, 0.5), (0.6, 0.5, 1.0)):
+        combined = model.with_link_evidence(score, link, weight)
+        assert logit(combined) == pytest.approx(logit(score) + weight * logit(link))
+    assert model.with_link_evidence(0.7, 0.5) == pytest.approx(0.7)
+    assert model.with_link_evidence(0.7, 0.9) > 0.7 > model.with_link_evidence(0.7, 0.2)
+    assert 0 < model.with_link_evidence(1.0, 0.0) < 1  # clipped: no infinite log-odds
+    assert model.with_link_evidence(0.7, None) == model.with_link_evidence(0.7, 0.9, weight=0) == 0.7
+    model.link_pipeline = None  # links were read by this same model: not counted twice
+    assert model.with_link_evidence(0.7, 0.9) == 0.7
+
+
+def test_probability_puts_even_odds_at_one_half(pages):
+    model, _ = train_topic_model(examples_of(pages[:4] + pages[12:]), ["course"], cv_folds=2)
+    assert model.probability(model.even_odds_score) == pytest.approx(0.5)
+    assert model.probability(0.5) == pytest.approx(4 / 16)  # the balanced 0.5 is the base rate
+    assert model.probability(0.99) > model.probability(0.9) > 0.5 > model.probability(0.6)
 
 
 def test_save_load_round_trip(tmp_path, pages):

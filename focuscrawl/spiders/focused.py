@@ -78,6 +78,7 @@ class FocusedSpider(scrapy.Spider):
             "FOCUS_RELEVANCE_THRESHOLD", 0.5)
         reward = settings.get("FOCUS_REWARD_THRESHOLD")  # checked (0 to 1) by the scheduler
         spider.reward_threshold = spider.model.even_odds_score if reward is None else float(reward)
+        spider.link_evidence = settings.getfloat("FOCUS_LINK_EVIDENCE", 1.0)  # checked (>= 0) by the scheduler
         logger.info("pages scoring %.2f or more are relevant items; the link learner counts %.2f or more "
                     "as found", spider.threshold, spider.reward_threshold)
         return spider
@@ -125,6 +126,7 @@ class FocusedSpider(scrapy.Spider):
         request = response.request
         page = self._page_for(response)
         links, hit = [], False  # hit: the page counts as found for the learner (FOCUS_REWARD_THRESHOLD)
+        found_probability = None
         content_type = page.content_type.split(";")[0].strip().lower()
         if response.status == 200 and (content_type in HTML_TYPES or not content_type):
             # parse_html reads the header's charset from content_type (and distrusts it when it lies)
@@ -134,7 +136,11 @@ class FocusedSpider(scrapy.Spider):
             noindex, nofollow = parsed.noindex or header_noindex, parsed.nofollow or header_nofollow
             page.score = self.model.score(parsed.title, parsed.text)
             page.relevant = page.score >= self.threshold and not noindex
-            hit = page.score >= self.reward_threshold and not noindex
+            # the learner judges a page by its words and by the link that led to it (FOCUS_LINK_EVIDENCE)
+            evidence = self.model.with_link_evidence(
+                page.score, request.meta.get("focus_link", {}).get("link_score"), self.link_evidence)
+            hit = evidence >= self.reward_threshold and not noindex
+            found_probability = round(self.model.probability(evidence), 4)
             page.content_hash = content_hash(parsed.text)
             if noindex:
                 page.extra["noindex"] = True
@@ -164,7 +170,7 @@ class FocusedSpider(scrapy.Spider):
                 link.url, callback=self.parse, errback=self.fetch_failed,
                 meta={"depth": depth, "focus_link": {
                     "anchor": link.anchor, "context": link.context, "parent_url": response.url,
-                    "parent_score": page.score, "hops": hops, "link_score": round(float(link_score), 4),
+                    "parent_score": found_probability, "hops": hops, "link_score": round(float(link_score), 4),
                 }},
             )
 
