@@ -132,6 +132,18 @@ def test_score_many_equals_score_one_by_one():
     assert learner.score_many([]) == []
 
 
+def test_a_bad_link_evidence_weight_is_refused_before_the_crawl():
+    from scrapy.settings import Settings
+
+    from focuscrawl.scheduler import read_settings
+
+    read_settings(Settings({"FOCUS_LINK_EVIDENCE": "0"}))  # 0: the page alone
+    with pytest.raises(ValueError, match="FOCUS_LINK_EVIDENCE must be at least 0"):
+        read_settings(Settings({"FOCUS_LINK_EVIDENCE": "-1"}))
+    with pytest.raises(ValueError, match="FOCUS_LINK_EVIDENCE must be a number"):
+        read_settings(Settings({"FOCUS_LINK_EVIDENCE": "strong"}))
+
+
 def test_hub_cap_is_a_setting():
     from scrapy.settings import Settings
 

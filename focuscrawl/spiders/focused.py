@@ -138,7 +138,7 @@ class FocusedSpider(scrapy.Spider):
             page.relevant = page.score >= self.threshold and not noindex
             # the learner judges a page by its words and by the link that led to it (FOCUS_LINK_EVIDENCE)
             evidence = self.model.with_link_evidence(
-                page.score, request.meta.get("focus_link", {}).get("link_score"), self.link_evidence)
+                page.score, (request.meta.get("focus_link") or {}).get("link_score"), self.link_evidence)
             hit = evidence >= self.reward_threshold and not noindex
             found_probability = round(self.model.probability(evidence), 4)
             page.content_hash = content_hash(parsed.text)
