@@ -397,6 +397,39 @@ def test_pushes_and_pops_interleaved_match_a_plain_model_with_deep_host_queues(d
     assert len(f) == sum(map(len, model.values())) > 1000 and cold_share(f) > 0.5
 
 
+@pytest.mark.parametrize("deflate_from", [0, 10**9])
+def test_no_push_rewrites_more_than_a_bounded_share_of_a_deep_host(deflate_from, monkeypatch):
+    """Spills and the merges of the spills' runs write at most _MERGE_MAX records: a size-tiered
+    merge through a deep host made single pushes take seconds (3.3 s at 3 x 10^5 URLs in one host,
+    BENCHMARKS.md section 3). Pops stay exact against a plain model, interleaved with pushes and
+    with background re-scoring that leaves runs part taken."""
+    monkeypatch.setattr(mercator, "_MERGE_MAX", 256)
+    writes = []
+    merged = mercator._merged
+
+    def counting(a, b, deflate, lot=False):
+        writes.append((a.size + b.size, lot))
+        return merged(a, b, deflate, lot)
+
+    monkeypatch.setattr(mercator, "_merged", counting)
+    f = Frontier(deflate_from=deflate_from)
+    model = interleave_against_model(f, 7, 12000, lambda step, host, p: Entry(p, f"http://{host}/{step}"))
+    assert len(f) > 3000 and cold_share(f) > 0.9
+    spills = [size for size, lot in writes if not lot]
+    assert spills and max(spills) <= 256  # without the cap the last merges wrote ~thousands
+    runs = [run for h in f._hosts.values() for run in h.runs or ()]
+    assert len(runs) > 8 and all(run.size <= 256 for run in runs)
+    f.version = 1
+    while f.rescore_stale(lambda entries: [e.priority for e in entries], limit=300):
+        pass
+    for step in range(2000):  # and more pushes after runs were taken in part
+        f.push("x", Entry(0.5, f"http://x/late-{step}", version=1))
+    assert max(size for size, lot in writes if not lot) <= 256
+    left = drain_entries(f)
+    assert len(left) == sum(map(len, model.values())) + 2000
+    assert [e.priority for e in left] == sorted((e.priority for e in left), reverse=True)
+
+
 def test_cold_entries_are_rescored_at_the_top_and_in_the_background():
     def demote(entries):  # never raises a priority: lazy re-scoring then pops in the exact new order
         return [e.priority - 1.0 if "/section-3/" in e.url else e.priority for e in entries]

@@ -36,11 +36,14 @@ past ``_HOT_MAX`` compact records (or 1/32 of the host's cold records, if more),
 ``_HOT_KEEP`` compact ones *spill* to a new cold run (``_Run``): sorted, cut into blocks of
 ``_BLOCK`` records, each block zlib-deflated (~40 bytes a plain record) behind its first record's
 key in clear, so a run's head is compared without inflating anything. Runs are merged LSM-style
-(the newest two while the older is no bigger), so a host has few runs; spills that grow with the
-host keep the number of times a record is rewritten bounded (~7 at 10^6 records in one host)
-instead of log2(n). A frontier built with ``deflate_from`` writes its runs raw (blocks that are
-lists of records) while it holds fewer entries than that: deflating costs CPU every time a run is
-written, and saves memory only a big frontier needs.
+(the newest two while the older is no bigger), but no push spills or merges more than
+``_MERGE_MAX`` records: a size-tiered merge through a deep host is O(host) in one push (3.3 s at
+3 x 10^5 URLs in one host), and a push must not hold the reactor (``load`` writes a resumed
+host's records once, as one run). So a deep host keeps about host / ``_MERGE_MAX`` runs (finding
+the best run head is O(runs), paid by a host that is popped once per politeness delay), and a
+record is rewritten a bounded number of times. A frontier built with ``deflate_from`` writes its
+runs raw (blocks that are lists of records) while it holds fewer entries than that: deflating costs
+CPU every time a run is written, and saves memory only a big frontier needs.
 
 Invariant: the hot heap holds the host's best record (``queue[0]`` is no worse than any run's
 head). When a pop breaks it, the best cold record moves to the hot heap: one record, from the
@@ -139,6 +142,7 @@ _ESC = b"\xfe"  # never in UTF-8 (nor in surrogatepass output): ends a packed re
 _LENGTHS = [struct.Struct(f">{n}I") for n in range(_BLOCK + 1)]  # lengths of a block's records past the header
 _LOT_MAX = 4096  # records one merge of re-scored lots may write (see _Host.add_lot)
 _MAX_LOTS = 64  # lots a host keeps at most; past it the two smallest stale ones are merged
+_MERGE_MAX = 1 << 13  # records a spill or a merge of the spills' runs writes at most (~65-100 ms packed)
 _RESCORE_BATCH = 1024  # entries unpacked at a time by background re-scoring (bounds the memory)
 
 
@@ -373,9 +377,9 @@ class _Host:
     # --- storage: hot heap + cold runs ----------------------------------------------------------
     def _hot_max(self) -> int:
         """Records the hot heap may hold: every rich one, and ``_HOT_MAX`` compact ones or 1/32 of
-        the cold ones if more (spills grow with the host, so that merges rewrite a record a
-        bounded number of times, not log2 of the host's size)."""
-        return max(_HOT_MAX, self.cold >> 5) + (len(self.rich) if self.rich else 0)
+        the cold ones if more (spills grow with the host: fewer runs to merge), up to half of
+        ``_MERGE_MAX`` (a spill is written in one push)."""
+        return min(max(_HOT_MAX, self.cold >> 5), _MERGE_MAX >> 1) + (len(self.rich) if self.rich else 0)
 
     def push(self, record: bytes) -> None:
         heapq.heappush(self.queue, record)
@@ -470,14 +474,16 @@ class _Host:
 
     def add_run(self, records: list[bytes]) -> None:
         """A new run of ``records`` (sorted), merged LSM-style with the newest runs while the older
-        of the last two is no bigger (the caller keeps ``cold`` and ``cold_head``). Lots sit
-        before these runs and are never merged with them (``add_lot``)."""
+        of the last two is no bigger and the two hold at most ``_MERGE_MAX`` records (the caller
+        keeps ``cold`` and ``cold_head``). Lots sit before these runs and are never merged with
+        them (``add_lot``)."""
         runs = self.runs
         if runs is None:
             runs = self.runs = []
         deflate = self.owner.deflating()
         runs.append(_Run(records, deflate))
-        while len(runs) > 1 and not runs[-2].lot and runs[-2].size <= runs[-1].size:
+        while (len(runs) > 1 and not runs[-2].lot and runs[-2].size <= runs[-1].size
+               and runs[-2].size + runs[-1].size <= _MERGE_MAX):
             runs.append(_merged(runs.pop(), runs.pop(), deflate))
 
     def add_lot(self, records: list[bytes], version: bytes) -> None:
@@ -507,13 +513,17 @@ class _Host:
         """Move the best cold record to the hot heap, which restores the invariant. One record, not
         a block: a block's worth would make the next push spill and deflate them all again."""
         runs = self.runs
-        run = min(runs, key=_Run.head)
+        heads = [run.head() for run in runs]  # once: a deep host has host / _MERGE_MAX runs
+        best = heads.index(min(heads))
+        run = runs[best]
         heapq.heappush(self.queue, run.take())
-        if not run.size:
-            runs.remove(run)
         self.cold -= 1
+        if run.size:
+            heads[best] = run.head()
+        else:
+            del runs[best], heads[best]
         if runs:
-            self.cold_head = min(r.head() for r in runs)
+            self.cold_head = min(heads)
         else:
             self.runs = self.cold_head = None
 
