@@ -401,8 +401,9 @@ def test_pushes_and_pops_interleaved_match_a_plain_model_with_deep_host_queues(d
 def test_no_push_rewrites_more_than_a_bounded_share_of_a_deep_host(deflate_from, monkeypatch):
     """Spills and the merges of the spills' runs write at most _MERGE_MAX records: a size-tiered
     merge through a deep host made single pushes take seconds (3.3 s at 3 x 10^5 URLs in one host,
-    BENCHMARKS.md section 3). Pops stay exact against a plain model, interleaved with pushes and
-    with background re-scoring that leaves runs part taken."""
+    BENCHMARKS.md section 3), and a deep host's spills (all but 8 of a hot heap of 1/32 of the host)
+    were as big. Pops stay exact against a plain model, interleaved with pushes and with
+    background re-scoring that leaves runs part taken; a resumed host is written once, whole."""
     monkeypatch.setattr(mercator, "_MERGE_MAX", 256)
     writes = []
     merged = mercator._merged
@@ -428,6 +429,16 @@ def test_no_push_rewrites_more_than_a_bounded_share_of_a_deep_host(deflate_from,
     left = drain_entries(f)
     assert len(left) == sum(map(len, model.values())) + 2000
     assert [e.priority for e in left] == sorted((e.priority for e in left), reverse=True)
+    # a deep host's hot heap keeps its best records (1/32 of the host): a spill writes only its
+    # worst ones, at most half the cap
+    g = Frontier(deflate_from=deflate_from)
+    hot_sizes = []
+    for step in range(8000):
+        g.push("deep", Entry((step * 7919 % 8000) / 8000, f"http://deep/{step}"))
+        hot_sizes.append(len(g._hosts["deep"].queue))
+    assert min(hot_sizes[6000:]) > 32 and all(run.size <= 256 for run in g._hosts["deep"].runs)
+    assert [e.priority for e in drain_entries(g)] == sorted(((s * 7919 % 8000) / 8000 for s in range(8000)),
+                                                             reverse=True)
 
 
 def test_cold_entries_are_rescored_at_the_top_and_in_the_background():

@@ -32,8 +32,9 @@ Host queue = a small *hot* heap plus *cold* sorted runs. A ``bytes`` object cost
 over its content (~110 bytes a compact record, with its heap slot), so 10^7 records as objects
 would not fit in 1 GiB. Only the hot heap (``_Host.queue``) holds records as objects: every rich
 record, and the host's best compact ones (packed ones are compact here). When a push takes it
-past ``_HOT_MAX`` compact records (or 1/32 of the host's cold records, if more), all but the best
-``_HOT_KEEP`` compact ones *spill* to a new cold run (``_Run``): sorted, cut into blocks of
+past ``_HOT_MAX`` compact records (or 1/32 of the host's cold records, if more), its worst compact
+ones *spill* (all but the best ``_HOT_KEEP``, at most half of ``_MERGE_MAX``: a deep host's best
+thousands stay hot) to a new cold run (``_Run``): sorted, cut into blocks of
 ``_BLOCK`` records, each block zlib-deflated (~40 bytes a plain record) behind its first record's
 key in clear, so a run's head is compared without inflating anything. Runs are merged LSM-style
 (the newest two while the older is no bigger), but no push spills or merges more than
@@ -377,9 +378,9 @@ class _Host:
     # --- storage: hot heap + cold runs ----------------------------------------------------------
     def _hot_max(self) -> int:
         """Records the hot heap may hold: every rich one, and ``_HOT_MAX`` compact ones or 1/32 of
-        the cold ones if more (spills grow with the host: fewer runs to merge), up to half of
-        ``_MERGE_MAX`` (a spill is written in one push)."""
-        return min(max(_HOT_MAX, self.cold >> 5), _MERGE_MAX >> 1) + (len(self.rich) if self.rich else 0)
+        the cold ones if more. A deep host's best records stay hot (uninflated, and re-scored in
+        place by background passes); a spill then writes only its worst ones (``_spill``)."""
+        return max(_HOT_MAX, self.cold >> 5) + (len(self.rich) if self.rich else 0)
 
     def push(self, record: bytes) -> None:
         heapq.heappush(self.queue, record)
@@ -454,22 +455,24 @@ class _Host:
         heapq.heapify(records)
         self.queue = records
         if len(records) > self._hot_max():
-            self._spill()
+            self._spill(whole=True)
 
-    def _spill(self) -> None:
-        """Keep the best ``_HOT_KEEP`` compact records (and every rich one) hot; the rest become a
-        new run. The hot best does not change, so the invariant holds."""
+    def _spill(self, whole: bool = False) -> None:
+        """Move the worst compact records of the hot heap to a new run: all but the best
+        ``_HOT_KEEP`` (every rich one stays), at most half of ``_MERGE_MAX`` in a push (a deep
+        host's hot heap holds thousands: its best stay hot), all of them when ``whole`` (a
+        resumed host, written once). The hot best does not change, so the invariant holds."""
         records = sorted(self.queue)
         if self.rich:
-            hot = [r for r in records if r[_FLAG] == _RICH]
+            rich = [r for r in records if r[_FLAG] == _RICH]
             records = [r for r in records if r[_FLAG] != _RICH]
-            hot += records[:_HOT_KEEP]
+        keep = _HOT_KEEP if whole else max(_HOT_KEEP, len(records) - (_MERGE_MAX >> 1))
+        hot = records[:keep]  # sorted: already a heap
+        if self.rich:
+            hot += rich
             heapq.heapify(hot)
-        else:
-            hot = records[:_HOT_KEEP]  # sorted: already a heap
         self.queue = hot
-        cold = records[_HOT_KEEP:]
-        self.add_run(cold)
+        self.add_run(records[keep:])
         self._recount()
 
     def add_run(self, records: list[bytes]) -> None:
