@@ -347,7 +347,7 @@ class Entry:
 
 
 class _Host:
-    __slots__ = ("name", "owner", "queue", "rich", "prefix", "runs", "cold", "cold_head",
+    __slots__ = ("name", "owner", "queue", "rich", "prefix", "runs", "heads", "cold", "cold_head",
                  "ready_at", "busy", "in_ready", "rkey", "wkey", "lent")
 
     def __init__(self, name: str, owner: Frontier) -> None:
@@ -357,6 +357,7 @@ class _Host:
         self.rich: dict[int, Entry] | None = None  # seq -> entry kept as an object
         self.prefix: str | None = None  # scheme://netloc of the first URL
         self.runs: list[_Run] | None = None  # cold runs, newest last
+        self.heads: list[bytes] | None = None  # each run's head, kept by _refill (None: work it out)
         self.cold = 0  # records in the runs
         self.cold_head: bytes | None = None  # the best key in the runs
         self.ready_at = 0.0
@@ -422,6 +423,7 @@ class _Host:
     def _recount(self) -> None:
         """``cold`` and ``cold_head`` from the runs."""
         self.cold = sum(run.size for run in self.runs or ())
+        self.heads = None  # the runs changed
         self.cold_head = min(run.head() for run in self.runs) if self.runs else None
 
     def stored(self) -> tuple[list[bytes], list[bytes]]:
@@ -448,7 +450,7 @@ class _Host:
 
     def clear(self) -> None:
         """Drop every record (rich entries stay in ``rich`` until decoded)."""
-        self.queue, self.runs, self.cold, self.cold_head = [], None, 0, None
+        self.queue, self.runs, self.heads, self.cold, self.cold_head = [], None, None, 0, None
 
     def load(self, records: list[bytes]) -> None:
         """Store ``records`` in an empty host (takes the list)."""
@@ -516,7 +518,9 @@ class _Host:
         """Move the best cold record to the hot heap, which restores the invariant. One record, not
         a block: a block's worth would make the next push spill and deflate them all again."""
         runs = self.runs
-        heads = [run.head() for run in runs]  # once: a deep host has host / _MERGE_MAX runs
+        heads = self.heads  # kept from the last refill unless the runs changed since (_recount)
+        if heads is None:
+            heads = self.heads = [run.head() for run in runs]  # a deep host has host / _MERGE_MAX runs
         best = heads.index(min(heads))
         run = runs[best]
         heapq.heappush(self.queue, run.take())
@@ -528,7 +532,7 @@ class _Host:
         if runs:
             self.cold_head = min(heads)
         else:
-            self.runs = self.cold_head = None
+            self.runs = self.heads = self.cold_head = None
 
     # --- records <-> entries --------------------------------------------------------------------
     def encode(self, entry: Entry, seq: int, codec: Codec | None) -> bytes:
