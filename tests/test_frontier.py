@@ -405,6 +405,8 @@ def test_no_push_rewrites_more_than_a_bounded_share_of_a_deep_host(deflate_from,
     were as big. Pops stay exact against a plain model, interleaved with pushes and with
     background re-scoring that leaves runs part taken; a resumed host is written once, whole."""
     monkeypatch.setattr(mercator, "_MERGE_MAX", 256)
+    monkeypatch.setattr(mercator, "_LOT_MAX", 128)  # lots merge within their own cap, under this one
+    monkeypatch.setattr(mercator, "_MAX_LOTS", 3)  # and past it the two smallest stale ones, often
     writes = []
     merged = mercator._merged
 
@@ -420,12 +422,13 @@ def test_no_push_rewrites_more_than_a_bounded_share_of_a_deep_host(deflate_from,
     assert spills and max(spills) <= 256  # without the cap the last merges wrote ~thousands
     runs = [run for h in f._hosts.values() for run in h.runs or ()]
     assert len(runs) > 8 and all(run.size <= 256 for run in runs)
-    f.version = 1
-    while f.rescore_stale(lambda entries: [e.priority for e in entries], limit=300):
-        pass
+    for version in range(1, 5):  # learner updates: each pass leaves lots the next one finds stale
+        f.version = version
+        while f.rescore_stale(lambda entries: [e.priority for e in entries], limit=300):
+            pass
     for step in range(2000):  # and more pushes after runs were taken in part
-        f.push("x", Entry(0.5, f"http://x/late-{step}", version=1))
-    assert max(size for size, lot in writes if not lot) <= 256
+        f.push("x", Entry(0.5, f"http://x/late-{step}", version=4))
+    assert max(size for size, lot in writes) <= 256 and any(lot for _, lot in writes)
     left = drain_entries(f)
     assert len(left) == sum(map(len, model.values())) + 2000
     assert [e.priority for e in left] == sorted((e.priority for e in left), reverse=True)

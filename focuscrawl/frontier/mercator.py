@@ -497,7 +497,8 @@ class _Host:
         spill merge its way through the whole host; apart, lots merge only with each other, each
         merge bounded: a lot with the lot before it while both are of ``version`` and together at
         most ``_LOT_MAX`` records (mixed with stale records, fresh ones would be taken out and put
-        back again and again), and past ``_MAX_LOTS`` lots the two smallest stale ones."""
+        back again and again), and past ``_MAX_LOTS`` lots the two smallest stale ones, while together
+        they hold at most ``_MERGE_MAX`` records."""
         runs = self.runs
         if runs is None:
             runs = self.runs = []
@@ -508,8 +509,8 @@ class _Host:
             runs.insert(0, _merged(runs.pop(0), runs.pop(0), deflate, lot=True))
         while sum(run.lot for run in runs) > _MAX_LOTS:
             stale = sorted((run for run in runs if run.lot and run.version != version), key=lambda run: run.size)[:2]
-            if len(stale) < 2:
-                break
+            if len(stale) < 2 or stale[0].size + stale[1].size > _MERGE_MAX:
+                break  # a deep host's lots grow past the cap: it keeps more of them instead
             for run in stale:
                 runs.remove(run)
             runs.insert(0, _merged(*stale, deflate, lot=True))
