@@ -142,8 +142,8 @@ _ZLEVEL = 1  # level 6 saves ~2% of the bytes for ~20% more time
 _ESC = b"\xfe"  # never in UTF-8 (nor in surrogatepass output): ends a packed record's URL
 _LENGTHS = [struct.Struct(f">{n}I") for n in range(_BLOCK + 1)]  # lengths of a block's records past the header
 _LOT_MAX = 4096  # records one merge of re-scored lots may write (see _Host.add_lot)
-_MAX_LOTS = 64  # lots a host keeps at most; past it the two smallest stale ones are merged
-_MERGE_MAX = 1 << 13  # records a spill or a merge of the spills' runs writes at most (~65-100 ms packed)
+_MAX_LOTS = 64  # lots a host keeps; past it the two smallest stale ones are merged (within _MERGE_MAX)
+_MERGE_MAX = 1 << 13  # records one spill or merge (of runs or of stale lots) writes at most (~65-100 ms packed)
 _RESCORE_BATCH = 1024  # entries unpacked at a time by background re-scoring (bounds the memory)
 
 
