@@ -357,7 +357,7 @@ class _Host:
         self.rich: dict[int, Entry] | None = None  # seq -> entry kept as an object
         self.prefix: str | None = None  # scheme://netloc of the first URL
         self.runs: list[_Run] | None = None  # cold runs, newest last
-        self.heads: list[bytes] | None = None  # each run's head, kept by _refill (None: work it out)
+        self.heads: list[bytes] | None = None  # each run's head (runs[i]'s is heads[i]), None with no runs
         self.cold = 0  # records in the runs
         self.cold_head: bytes | None = None  # the best key in the runs
         self.ready_at = 0.0
@@ -421,10 +421,12 @@ class _Host:
         return gone
 
     def _recount(self) -> None:
-        """``cold`` and ``cold_head`` from the runs."""
-        self.cold = sum(run.size for run in self.runs or ())
-        self.heads = None  # the runs changed
-        self.cold_head = min(run.head() for run in self.runs) if self.runs else None
+        """``cold``, ``heads`` and ``cold_head`` from the runs (after any change to them but a refill's,
+        which keeps them itself)."""
+        runs = self.runs
+        self.cold = sum(run.size for run in runs or ())
+        self.heads = [run.head() for run in runs] if runs else None
+        self.cold_head = min(self.heads) if runs else None
 
     def stored(self) -> tuple[list[bytes], list[bytes]]:
         """The compact and packed records as they are stored, for a checkpoint that must neither
@@ -479,8 +481,8 @@ class _Host:
 
     def add_run(self, records: list[bytes]) -> None:
         """A new run of ``records`` (sorted), merged LSM-style with the newest runs while the older
-        of the last two is no bigger and the two hold at most ``_MERGE_MAX`` records (the caller
-        keeps ``cold`` and ``cold_head``). Lots sit before these runs and are never merged with
+        of the last two is no bigger and the two hold at most ``_MERGE_MAX`` records (the caller then
+        calls ``_recount``). Lots sit before these runs and are never merged with
         them (``add_lot``)."""
         runs = self.runs
         if runs is None:
@@ -518,11 +520,8 @@ class _Host:
     def _refill(self) -> None:
         """Move the best cold record to the hot heap, which restores the invariant. One record, not
         a block: a block's worth would make the next push spill and deflate them all again."""
-        runs = self.runs
-        heads = self.heads  # kept from the last refill unless the runs changed since (_recount)
-        if heads is None:
-            heads = self.heads = [run.head() for run in runs]  # a deep host has host / _MERGE_MAX runs
-        best = heads.index(min(heads))
+        runs, heads = self.runs, self.heads  # a deep host has host / _MERGE_MAX runs: heads are kept
+        best = heads.index(self.cold_head)
         run = runs[best]
         heapq.heappush(self.queue, run.take())
         self.cold -= 1
