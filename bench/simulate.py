@@ -173,7 +173,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         # the page and the link that led to it, as the spider judges them (FOCUS_LINK_EVIDENCE)
         evidence = score if oracle == "page" else model.with_link_evidence(score, link_scores.get(url))
         hit = evidence >= hit_threshold
-        learner.observe(url, parent, vector, page_reward(score, hit), hit, False)
+        learner.observe(url, parent, vector, page_reward(evidence, hit), hit, False)
         if relevance.is_relevant_key(key):
             found.add(relevance.page_of_key(key))
             curve[-1] = len(found)

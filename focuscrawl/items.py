@@ -19,7 +19,11 @@ class PageItem:
     content_type: str = ""
     title: str = ""
     text: str = ""  # main content, boilerplate removed
-    score: float | None = None  # relevance probability; None when not scored (non-HTML, errors)
+    # relevance: the page's words with the evidence of the link that led here (FOCUS_LINK_EVIDENCE);
+    # None when not scored (non-HTML, errors). ``relevant`` is score >= FOCUS_RELEVANCE_THRESHOLD.
+    score: float | None = None
+    page_score: float | None = None  # the topic model's score of the page's words alone
+    link_score: float | None = None  # the link model's score of the link that led here (None: a seed)
     relevant: bool = False
     fetched_at: str = ""  # ISO 8601, UTC
     depth: int = 0
@@ -35,5 +39,6 @@ class PageItem:
 
     #: fields written to the feed export for relevant pages
     EXPORT_FIELDS = (
-        "url", "final_url", "title", "score", "text", "fetched_at", "depth", "referrer", "content_hash",
+        "url", "final_url", "title", "score", "page_score", "link_score", "text", "fetched_at", "depth", "referrer",
+        "content_hash",
     )

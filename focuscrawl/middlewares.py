@@ -86,6 +86,8 @@ class CrawlLogMiddleware:
         record = self._waiting_for_score.pop(id(request), None)
         if record is not None:
             record["score"] = None if page.score is None else round(page.score, 4)
+            if page.page_score is not None and page.page_score != page.score:
+                record["page_score"] = round(page.page_score, 4)  # the page's words alone
             record["outlinks"] = page.outlinks
             self._write(record)
 

@@ -71,7 +71,8 @@ ITEM_PIPELINES = {
 
 FEED_EXPORT_ENCODING = "utf-8"
 FEED_EXPORT_FIELDS = [
-    "url", "final_url", "title", "score", "text", "fetched_at", "depth", "referrer", "content_hash",
+    "url", "final_url", "title", "score", "page_score", "link_score", "text", "fetched_at", "depth", "referrer",
+    "content_hash",
 ]
 
 LOG_LEVEL = "INFO"
@@ -84,11 +85,12 @@ FOCUS_RELEVANCE_THRESHOLD = 0.5
 # negative examples, e.g. 0.83 for WebKB's course), stricter than the items' threshold for a
 # minority topic: chasing borderline pages leads the crawl to more look-alikes.
 FOCUS_REWARD_THRESHOLD = None
-# The learner also reads the link that led to a page: the link model's log-odds for it, times this
-# weight, are added to the page's own before the reward threshold applies, and the links found on
-# the page carry the result (as the probability of being on topic) as their parent score. The
-# page's words cannot tell a course's home page from its syllabus; its link often can. 0: the page
-# alone. Items and export keep the page's own score.
+# A page is judged by its words and by the link that led to it: the link model's log-odds for the
+# link, times this weight, are added to the page's own. The result is the item's score (against
+# FOCUS_RELEVANCE_THRESHOLD, and what export filters on), the learner's hit (against
+# FOCUS_REWARD_THRESHOLD), and, as the probability of being on topic, the parent score of the
+# page's links. The page's words cannot tell a course's home page from its syllabus; its link often
+# can. Items keep both parts (page_score, link_score). 0: the page alone. Seeds have no link.
 FOCUS_LINK_EVIDENCE = 1.0
 # Path of the topic model (joblib); the spider argument ``-a model=`` overrides it.
 FOCUS_MODEL = None

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from focuscrawl.politeness.audit import audit_report, load_log
+from focuscrawl.relevance import TopicModel
 from focuscrawl.replay import RecordedWeb, ReplayProxy
 from focuscrawl.replay.baselines import bfs_requests, random_requests
 from focuscrawl.replay.linkgraph import LinkGraph, SamePage
@@ -83,7 +84,7 @@ def test_focused_crawl_beats_bfs_and_random_by_a_clear_margin(crawl, demo_web):
     assert found_at(focused, BUDGET) / BUDGET >= 0.5  # harvest: most requests buy a relevant page
 
 
-def test_store_holds_every_fetched_page_and_export_only_relevant(crawl, demo_web):
+def test_store_holds_every_fetched_page_and_export_only_relevant(crawl, demo_web, demo_model):
     out = crawl["out"]
     store = CrawlStore(str(out / "crawl.db"))
     rows = list(store.iter_pages())
@@ -94,8 +95,15 @@ def test_store_holds_every_fetched_page_and_export_only_relevant(crawl, demo_web
     exported = [json.loads(line) for line in (out / "relevant.jsonl").read_text().splitlines()]
     assert exported, "the crawl exported nothing"
     assert all(item["score"] >= 0.5 for item in exported)
-    assert set(exported[0]) >= {"url", "final_url", "title", "score", "text", "fetched_at", "depth", "referrer",
-                                "content_hash"}
+    assert set(exported[0]) >= {"url", "final_url", "title", "score", "page_score", "link_score", "text",
+                                "fetched_at", "depth", "referrer", "content_hash"}
+    # an item's score is its page's words and the link that led to it (a seed's: the page alone)
+    model = TopicModel.load(demo_model)
+    assert any(item["link_score"] is not None for item in exported)
+    for item in exported:
+        expected = model.with_link_evidence(item["page_score"], item["link_score"])
+        assert item["score"] == pytest.approx(expected), item["url"]
+        assert (item["link_score"] is None) == (item["depth"] == 0)
     labels = {canonicalize(u): l for u, l in demo_web.labels.items()}
     precision = sum(labels.get(canonicalize(i["final_url"])) == demo_web.topic for i in exported) / len(exported)
     assert precision >= 0.8

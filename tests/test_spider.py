@@ -52,24 +52,30 @@ def test_by_default_the_reward_threshold_is_the_models_even_odds_score(demo_mode
     assert signal["hit"] == (page.score >= spider.reward_threshold)
 
 
-def test_the_link_that_led_to_a_page_is_evidence_for_the_learner(demo_model):
+def test_the_link_that_led_to_a_page_is_evidence_for_the_item_and_the_learner(demo_model):
     """A page's words and the link model's reading of the link that led there are combined (their
-    log-odds added): the learner's hit, and the parent score its links carry, move with the link;
-    the item's own score and relevance do not."""
+    log-odds added): the item's score and relevance, the learner's hit, and the parent score its
+    links carry all move with the link; the page's own score is kept beside it."""
     model = TopicModel.load(demo_model)
     assert model.link_pipeline is not None
     _, plain, page, _ = parse(demo_model)
-    # a threshold just above the page's own score: only a link that vouches for it makes a hit
-    threshold = min(0.999, page.score + (1 - page.score) / 2)
-    _, good, good_page, good_links = parse(demo_model, link_score=0.99, FOCUS_REWARD_THRESHOLD=threshold)
-    _, bad, bad_page, bad_links = parse(demo_model, link_score=0.01, FOCUS_REWARD_THRESHOLD=threshold)
+    assert page.link_score is None and page.score == page.page_score  # a seed: the page alone
+    # thresholds just above the page's own score: only a link that vouches for it lifts it over
+    threshold = min(0.999, page.page_score + (1 - page.page_score) / 2)
+    strict = {"FOCUS_REWARD_THRESHOLD": threshold, "FOCUS_RELEVANCE_THRESHOLD": threshold}
+    _, good, good_page, good_links = parse(demo_model, link_score=0.99, **strict)
+    _, bad, bad_page, bad_links = parse(demo_model, link_score=0.01, **strict)
     assert good["hit"] is True and bad["hit"] is False
-    assert good_page.score == bad_page.score == page.score and good_page.relevant == bad_page.relevant
-    evidence = model.with_link_evidence(page.score, 0.99)
+    assert good_page.relevant and not bad_page.relevant
+    assert good_page.page_score == bad_page.page_score == page.page_score
+    assert (good_page.link_score, bad_page.link_score) == (0.99, 0.01)
+    evidence = model.with_link_evidence(page.page_score, 0.99)
+    assert good_page.score == pytest.approx(evidence) and bad_page.score < page.page_score < good_page.score
     assert good_links[0].meta["focus_link"]["parent_score"] == pytest.approx(model.probability(evidence), abs=1e-4)
     assert bad_links[0].meta["focus_link"]["parent_score"] < good_links[0].meta["focus_link"]["parent_score"]
     # a seed (no link) and FOCUS_LINK_EVIDENCE=0 go by the page alone
-    assert plain["hit"] == (page.score >= model.even_odds_score)
-    _, off, _, off_links = parse(demo_model, link_score=0.99, FOCUS_REWARD_THRESHOLD=threshold, FOCUS_LINK_EVIDENCE=0)
-    assert off["hit"] is False
-    assert off_links[0].meta["focus_link"]["parent_score"] == pytest.approx(model.probability(page.score), abs=1e-4)
+    assert plain["hit"] == (page.page_score >= model.even_odds_score)
+    _, off, off_page, off_links = parse(demo_model, link_score=0.99, FOCUS_LINK_EVIDENCE=0, **strict)
+    assert off["hit"] is False and not off_page.relevant and off_page.score == off_page.page_score
+    assert off_page.link_score == 0.99  # still recorded
+    assert off_links[0].meta["focus_link"]["parent_score"] == pytest.approx(model.probability(page.page_score), abs=1e-4)

@@ -124,7 +124,8 @@ class TopicModel:
         combination. The page's words cannot tell a course's home page from its syllabus, nor a
         student's home page from her CV, and the link that led there often can ("CS 302" against
         "Syllabus"): on WebKB's four departments this lifts the precision of the learner's hits at
-        the same recall (course 0.53 -> 0.65, student 0.70 -> 0.91; BENCHMARKS.md 1b-5). Without
+        the same recall (course 0.53 -> 0.65, student 0.70 -> 0.91; BENCHMARKS.md 1b-5), and it
+        ranks a crawl's items better (1b-6). Without
         a link model the link was scored by this same topic model, which would count one model
         twice: the page score is returned as it is, as it is for seeds (no link) and ``weight`` 0."""
         if link_score is None or weight <= 0 or self.link_pipeline is None:

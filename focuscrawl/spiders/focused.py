@@ -134,13 +134,14 @@ class FocusedSpider(scrapy.Spider):
             page.title, page.text, page.encoding = parsed.title, parsed.text, parsed.encoding
             header_noindex, header_nofollow = _x_robots_tag(response, self.settings.get("ROBOTSTXT_USER_AGENT"))
             noindex, nofollow = parsed.noindex or header_noindex, parsed.nofollow or header_nofollow
-            page.score = self.model.score(parsed.title, parsed.text)
+            # a page is judged by its words and by the link that led to it (FOCUS_LINK_EVIDENCE): the
+            # item's relevance, the learner's hit and the parent score of its links all follow
+            page.page_score = self.model.score(parsed.title, parsed.text)
+            page.link_score = (request.meta.get("focus_link") or {}).get("link_score")
+            page.score = self.model.with_link_evidence(page.page_score, page.link_score, self.link_evidence)
             page.relevant = page.score >= self.threshold and not noindex
-            # the learner judges a page by its words and by the link that led to it (FOCUS_LINK_EVIDENCE)
-            evidence = self.model.with_link_evidence(
-                page.score, (request.meta.get("focus_link") or {}).get("link_score"), self.link_evidence)
-            hit = evidence >= self.reward_threshold and not noindex
-            found_probability = round(self.model.probability(evidence), 4)
+            hit = page.score >= self.reward_threshold and not noindex
+            found_probability = round(self.model.probability(page.score), 4)
             page.content_hash = content_hash(parsed.text)
             if noindex:
                 page.extra["noindex"] = True
