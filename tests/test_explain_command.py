@@ -42,7 +42,7 @@ def store(tmp_path):
     with CrawlStore(path) as db:
         db.add_page(PageItem(
             url="http://a.test/guide?b=2&a=1", final_url="http://a.test/guide?b=2&a=1", status=200,
-            title="A guide", score=0.9132, relevant=True, fetched_at="2026-01-02T03:04:05+00:00", depth=2,
+            title="A guide", score=0.9132, page_score=0.8, link_score=0.7245, relevant=True, fetched_at="2026-01-02T03:04:05+00:00", depth=2,
             referrer="http://a.test/", extra={"priority": 1.2345, "why": WHY},
         ))
         db.add_page(PageItem(
@@ -60,7 +60,7 @@ def test_fetched_url_shows_when_status_score_priority_why_depth_referrer(store, 
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "fetched 2026-01-02T03:04:05+00:00" in out
-    assert "status 200, score 0.9132, relevant" in out
+    assert "status 200, score 0.9132 (page 0.8000, link 0.7245), relevant" in out
     assert "priority at dequeue 1.2345" in out
     assert "why: parent_score +0.4512, host_yield +0.2101, u:telescope +0.1003" in out
     assert "exploration" not in out  # --top defaults to 3
@@ -78,6 +78,7 @@ def test_store_found_by_final_url_and_canonical_spelling_as_json(store, tmp_path
     (page,) = guide["fetched"]
     assert page["url"] == "http://a.test/guide?b=2&a=1"
     assert page["priority"] == 1.2345 and page["why"] == WHY and page["score"] == 0.9132 and page["relevant"]
+    assert (page["page_score"], page["link_score"]) == (0.8, 0.7245)
     (page,) = moved["fetched"]
     assert page["url"] == "http://a.test/old" and page["final_url"] == "http://b.test/new"
     assert page["relevant"] is False and page["priority"] == 0.31

@@ -16,6 +16,7 @@ from warcio.warcwriter import WARCWriter
 
 from focuscrawl.relevance import ModelError, TopicModel, load_examples, train_topic_model
 from focuscrawl.relevance.linear import LinearScorer
+from focuscrawl.learning.features import digit_shapes
 from focuscrawl.relevance.links import MISSING, LinkedWeb, LinkExample, train_link_model
 
 COURSE_WORDS = "syllabus lecture homework exam assignment midterm grading textbook".split()
@@ -118,6 +119,24 @@ def test_link_model_ranks_links_to_the_topic_first(recorded):
         ("technical report 12", "", "http://c.example/papers/tr12.html"),
     ])
     assert course > 0.5 > max(group, dead)
+
+
+def test_numbers_in_anchors_and_paths_are_read_by_their_shape():
+    """Words drop digits, so "Course 377" and "Course calendar" read alike; the shapes of numbers
+    ("###", "a###", "##a") tell a course number or a term from a word, for numbers never seen."""
+    assert digit_shapes("CSE 451: cs302.html, 96w/ and 1996") == ["###", "a###", "##a", "####"]
+    assert digit_shapes("no numbers here") == []
+    rng = random.Random(1)
+    links = []
+    for i in range(40):
+        number = rng.randrange(100, 600)
+        links.append(LinkExample(f"Course {number}", "", f"http://u.example/courses/{number}/", "course"))
+        word = rng.choice(["policies", "staff", "news", "handbook", "forms", "rooms"])
+        links.append(LinkExample(f"Course {word}", "", f"http://u.example/courses/{word}/", "other"))
+    pipeline, _ = train_link_model(links, ["course"], cv_folds=0)
+    numbered, worded = pipeline.predict_proba([("Course 777", "", "http://v.example/classes/777/"),
+                                               ("Course calendar", "", "http://v.example/classes/calendar/")])[:, 1]
+    assert numbered > 0.5 > worded
 
 
 def test_too_few_positive_links_train_no_link_model():

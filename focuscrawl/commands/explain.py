@@ -236,6 +236,8 @@ def _page_summary(page: dict, top: int) -> dict:
         "fetched_at": page.get("fetched_at"),
         "status": page.get("status"),
         "score": page.get("score"),
+        "page_score": page.get("page_score"),  # the page's words alone (stores before session 8: None)
+        "link_score": page.get("link_score"),  # the link that led there (None: a seed)
         "relevant": bool(page.get("relevant")),
         "priority": extra.get("priority"),
         "why": [list(part) for part in why[:top]],
@@ -255,6 +257,8 @@ def _why(parts: list) -> str:
 
 def _format_page(asked: str, page: dict) -> str:
     score = "unscored" if page["score"] is None else f"{page['score']:.4f}"
+    if page.get("page_score") is not None and page.get("link_score") is not None:
+        score += f" (page {page['page_score']:.4f}, link {page['link_score']:.4f})"
     lines = [f"{asked}: fetched {page['fetched_at'] or '(time unknown)'}"]
     if page["url"] != asked:
         lines[0] += f" as {page['url']}"

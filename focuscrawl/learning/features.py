@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from focuscrawl.urls import extension, host_key, url_tokens
 
 WORD = re.compile(r"[^\W\d_]{2,30}", re.UNICODE)
+ALNUM = re.compile(r"[^\W_]+", re.UNICODE)
+DIGIT_RUN = re.compile(r"\d+")
+LETTER_RUN = re.compile(r"[^\W\d_]+", re.UNICODE)
 STOPWORDS = frozenset(
     "the and for with from this that are was were you your our their has have had not but all any can "
     "will into more about here home page www http https html htm index php asp jsp cgi bin com org net edu "
@@ -29,6 +32,23 @@ def words(text: str, limit: int) -> list[str]:
         out.append(w)
         if len(out) >= limit:
             break
+    return out
+
+
+def digit_shapes(text: str, limit: int = 8) -> list[str]:
+    """The shapes of the tokens that hold digits, which ``words`` drops: letters become ``a``, each
+    digit ``#`` (at most four in a row). "CSE 451" gives ``###``, ``cs302.html`` ``a###``,
+    ``96w/`` ``##a``: a course number, a year or a term is told apart from a word without a
+    vocabulary of every number."""
+    out: list[str] = []
+    for token in ALNUM.findall(text):
+        if not DIGIT_RUN.search(token):
+            continue
+        shape = LETTER_RUN.sub("a", DIGIT_RUN.sub(lambda m: "#" * min(4, len(m.group())), token))
+        if shape not in out:
+            out.append(shape)
+            if len(out) >= limit:
+                break
     return out
 
 
