@@ -316,6 +316,7 @@ def test_link_evidence_adds_the_links_log_odds_to_the_pages(pages):
     assert model.with_link_evidence(0.7, 0.5) == pytest.approx(0.7)
     assert model.with_link_evidence(0.7, 0.9) > 0.7 > model.with_link_evidence(0.7, 0.2)
     assert 0 < model.with_link_evidence(1.0, 0.0) < 1  # clipped: no infinite log-odds
+    assert 0 <= model.with_link_evidence(0.01, 1e-9, weight=60) < 1e-300  # far past exp's range: no overflow
     assert model.with_link_evidence(0.7, None) == model.with_link_evidence(0.7, 0.9, weight=0) == 0.7
     model.link_pipeline = None  # links were read by this same model: not counted twice
     assert model.with_link_evidence(0.7, 0.9) == 0.7

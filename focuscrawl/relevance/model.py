@@ -24,6 +24,7 @@ from pathlib import Path
 import joblib
 import numpy as np
 import sklearn
+from scipy.special import expit
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import precision_recall_fscore_support
@@ -85,7 +86,9 @@ def _logit(p: float) -> float:
 
 
 def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-z))
+    # scipy's expit, as the fast scorer uses: 1 / (1 + exp(-z)) overflows past z = -709, which a
+    # large FOCUS_LINK_EVIDENCE times a poor link's log-odds reaches
+    return float(expit(z))
 
 
 class TopicModel:
