@@ -126,7 +126,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     rng = random.Random(seed)
     seeds = list(seeds)
     rng.shuffle(seeds)
-    learner = LinkRewardLearner()
+    learner = LinkRewardLearner(link_model=model.link_pipeline is not None)  # as the scheduler's
     hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
     deny = set(FOCUS_DENY_EXTENSIONS)
     frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)

@@ -57,6 +57,29 @@ def test_credit_flows_back_to_the_hub_that_led_to_relevant_pages():
     assert hub.children_value == 8.0
 
 
+def test_with_a_link_model_the_links_score_counts_more_than_its_parents():
+    """A link model scores the link itself; the parent's relevance mostly vouches for its own
+    sub-pages. Without a link model the two start level (the old balance), and a learner that has
+    learned keeps its weights when told afterwards."""
+    def link(link_score, parent_score):
+        return link_features(LinkContext("http://a.test/x.html", "", "", "http://a.test/", parent_score, 2,
+                                         link_score=link_score))
+
+    vouched_by_link, vouched_by_parent = link(0.9, 0.1), link(0.1, 0.9)
+    learner = LinkRewardLearner(exploration=0.0)
+    assert learner.score(vouched_by_link, "http://a.test/x.html") > learner.score(vouched_by_parent, "http://a.test/x.html")
+    without = LinkRewardLearner(exploration=0.0, link_model=False)
+    assert without.score(vouched_by_link, "http://a.test/x.html") == pytest.approx(
+        without.score(vouched_by_parent, "http://a.test/x.html"))
+    learner.use_link_model(False)  # told before learning: starts as without
+    assert learner.model.coef_.tolist() == without.model.coef_.tolist()
+    learner.use_link_model(True)
+    learner.observe("http://a.test/x.html", "http://a.test/", vouched_by_link, 1.0, True)
+    learned = learner.model.coef_.copy()
+    learner.use_link_model(False)
+    assert (learner.model.coef_ == learned).all()
+
+
 def test_exploration_bonus_shrinks_with_evidence():
     learner = LinkRewardLearner(exploration=0.4)
     fresh = learner.bonus("http://new.test/a/x.html")

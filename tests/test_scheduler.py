@@ -228,6 +228,23 @@ def test_what_exists_when_the_crawl_opens_is_frozen_for_the_garbage_collector_un
         gc.unfreeze()
 
 
+def test_the_learner_starts_from_the_priors_for_the_spiders_topic_model():
+    """The links' scores come from a link model or from the topic model reading their words: the
+    learner starts from LINK_PRIORS for the one the spider's model has (known only at open)."""
+    from focuscrawl.learning import LinkRewardLearner
+
+    for link_pipeline in (object(), None):
+        spider = LinkSpider()
+        spider.model = SimpleNamespace(link_pipeline=link_pipeline)
+        scheduler = opened(spider)
+        try:
+            expected = LinkRewardLearner(link_model=link_pipeline is not None).model.coef_
+            assert (scheduler.learner.model.coef_ == expected).all()
+        finally:
+            scheduler.close("finished")
+    assert LinkRewardLearner(link_model=True).model.coef_.tolist() != LinkRewardLearner(link_model=False).model.coef_.tolist()
+
+
 class FakeCall:
     """A pending reactor call the test runs by hand."""
 

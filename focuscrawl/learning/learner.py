@@ -51,6 +51,14 @@ UNSEEN_HOST_EVIDENCE = 8.0
 #: outweighed what they taught (the learned part of a priority ranked the WebKB frontier no better
 #: than chance; BENCHMARKS.md 1b-3).
 LEARNING_RATE = 0.05
+#: The starting weights of a link's two scores, by where its score comes from. A link model
+#: (``scrapy train`` on a WARC) has read thousands of labelled links and scores this link itself,
+#: while the parent page's relevance mostly vouches for its own sub-pages (a course's syllabus and
+#: homework), which the learner would chase until it learned better: with a link model, the link
+#: counts three times the parent. Without one, the link's score is the topic model reading a few
+#: words, weak evidence, and the parent's relevance counts as much (BENCHMARKS.md 1b-8).
+LINK_PRIORS = {True: {"link_score": 0.75, "parent_score": 0.25},
+               False: {"link_score": 0.5, "parent_score": 0.5}}
 
 
 class OnlineLinearRegressor:
@@ -191,14 +199,15 @@ class _PathNode:
 class LinkRewardLearner:
     def __init__(self, credit_decay: float = 0.5, exploration: float = 0.3, credit_hops: int = 3,
                  max_nodes: int = 200_000, version_every: int = 16, bits: int = 20, hub_cap: float = HUB_CAP,
-                 learning_rate: float = LEARNING_RATE):
+                 learning_rate: float = LEARNING_RATE, link_model: bool = True):
         # Priors: the weights the crawl starts from. A link on a seed page ("depth:1") starts at the
         # worth of a relevant page: the user chose the seeds as ways into the topic's sites, their
         # links are those sites' navigation, where the hubs are, and the learner lowers the weight
-        # as they turn out poor (BENCHMARKS.md 1b-3).
+        # as they turn out poor (BENCHMARKS.md 1b-3). ``link_model``: the links' scores come from a
+        # link model (LINK_PRIORS).
         self.model = OnlineLinearRegressor(
             bits=bits, learning_rate=learning_rate,
-            prior={"bias": 0.1, "seed": 0.6, "depth:1": 1.0, "parent_score": 0.5, "link_score": 0.5,
+            prior={"bias": 0.1, "seed": 0.6, "depth:1": 1.0, **LINK_PRIORS[bool(link_model)],
                    "host_yield": 0.3, "prefix_yield": 0.3, "sibling_yield": 0.3, "host_waste": -0.2,
                    "prefix_waste": -0.2, "cross_host": -0.2, "host_unseen": -0.1},
         )
@@ -228,6 +237,14 @@ class LinkRewardLearner:
         self.__dict__.setdefault("hub_cap", HUB_CAP)
         self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
         self._dynamic_index = {name: self.model.index(name) for name in DYNAMIC_FEATURES}
+
+    def use_link_model(self, present: bool) -> None:
+        """Start from LINK_PRIORS for where the links' scores come from (the crawl's topic model is
+        known only once the spider opens). A learner that has learned keeps its weights."""
+        if self.observations:
+            return
+        for name, weight in LINK_PRIORS[bool(present)].items():
+            self.model.coef_[self.model.index(name)] = weight
 
     # --- scoring ------------------------------------------------------------------------------
     def _places(self, url: str, parent: str | None) -> tuple[_Yield, _Yield, _Yield | None]:
