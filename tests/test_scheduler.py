@@ -209,6 +209,21 @@ def test_patience_waits_only_for_a_busy_host_that_can_be_free_within_it():
     assert scheduler.next_request().url == "http://b.test/poor"  # a.test is 10 s away: no wait
 
 
+def test_patience_never_holds_a_seed():
+    """A seed is where the user told the crawl to start: it goes out even when a clearly better URL
+    waits at a busy host (the same set-up holds a link found on a page)."""
+    scheduler = make_scheduler(FOCUS_PATIENCE=2.0)
+    spider = scheduler.spider
+    for host, priority, name, depth in [("a.test", 5.0, "best", 1), ("a.test", 4.0, "next", 1),
+                                        ("c.test", 1.0, "", 0), ("b.test", 0.5, "link", 1)]:
+        url = f"http://{host}/{name}"
+        scheduler.frontier.push(host, Entry(priority, url, Request(url, callback=spider.parse, meta={"depth": depth})))
+    assert scheduler.next_request().url == "http://a.test/best"  # a.test now has a request in flight
+    assert scheduler.next_request().url == "http://c.test/"  # the seed goes
+    assert scheduler.next_request() is None  # b.test's link waits for a.test's next
+    assert scheduler.stats.get_value("focus/frontier/held") == 1
+
+
 def test_what_exists_when_the_crawl_opens_is_frozen_for_the_garbage_collector_until_it_closes():
     """Full collections would walk Scrapy, Twisted and the models on every pass (~100 ms stalls of
     the reactor in a WebKB crawl): frozen at open, unfrozen at close."""
