@@ -150,7 +150,8 @@ FOCUS_MAX_WAIT = 300.0
 # JOBDIR checkpoint period in seconds.
 FOCUS_CHECKPOINT_SECONDS = 30.0
 # Patience: hold a request when a URL scoring FOCUS_PATIENCE_MARGIN more waits at a host that will
-# be free within FOCUS_PATIENCE seconds (fewer requests spent on poor URLs; 0 turns it off).
+# be free within FOCUS_PATIENCE seconds (fewer requests spent on poor URLs; 0 turns it off). Seeds
+# (depth 0) are never held.
 FOCUS_PATIENCE = 2.0
 FOCUS_PATIENCE_MARGIN = 0.25
 # Link-reward learner: credit decay per ancestor hop, exploration weight, what a page's fetched
