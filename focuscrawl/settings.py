@@ -16,6 +16,7 @@ Scrapy's own settings keep their meaning:
 from scrapy.linkextractors import IGNORED_EXTENSIONS as _IGNORED_EXTENSIONS
 
 from focuscrawl import BOT_NAME as _BOT, DEFAULT_USER_AGENT
+from focuscrawl.items import PageItem as _PageItem
 
 BOT_NAME = _BOT
 SPIDER_MODULES = ["focuscrawl.spiders"]
@@ -70,10 +71,7 @@ ITEM_PIPELINES = {
 }
 
 FEED_EXPORT_ENCODING = "utf-8"
-FEED_EXPORT_FIELDS = [
-    "url", "final_url", "title", "score", "page_score", "link_score", "text", "fetched_at", "depth", "referrer",
-    "content_hash",
-]
+FEED_EXPORT_FIELDS = list(_PageItem.EXPORT_FIELDS)  # the same fields, in the same order, as `scrapy export`
 
 LOG_LEVEL = "INFO"
 
