@@ -14,17 +14,22 @@ PAGE = b"""<html><head><title>Astronomy lecture notes</title></head><body>
 <a href="/next.html">next lecture</a> <a href="/other.html">other</a></body></html>"""
 
 
-def parse(model_path, link_score=None, **settings):
-    """Parse one page (reached by a link the link model scored ``link_score``); returns (the spider,
-    the page_scored signal's arguments, the page, the link requests)."""
+_NO_LINK = object()
+
+
+def parse(model_path, link_score=None, link=_NO_LINK, **settings):
+    """Parse one page (reached by a link the link model scored ``link_score``, or with ``link`` as
+    its ``focus_link`` meta); returns (the spider, the page_scored signal's arguments, the page, the
+    link requests)."""
     crawler = get_crawler(FocusedSpider, {"FOCUS_MODEL": str(model_path), **settings})
     crawler._apply_settings()
     spider = FocusedSpider.from_crawler(crawler, seeds="http://a.test/")
     sent = []
     crawler.signals.connect(lambda **kwargs: sent.append(kwargs), signal=focus_signals.page_scored, weak=False)
-    link = {"anchor": "notes", "hops": 2}
-    if link_score is not None:
-        link["link_score"] = link_score
+    if link is _NO_LINK:
+        link = {"anchor": "notes", "hops": 2}
+        if link_score is not None:
+            link["link_score"] = link_score
     request = Request("http://a.test/notes.html", meta={"depth": 1, "focus_link": link})
     response = HtmlResponse(request.url, body=PAGE, headers={"Content-Type": "text/html"}, request=request)
     page, *links = list(spider.parse(response))
@@ -41,6 +46,15 @@ def test_the_learner_counts_a_page_as_found_from_the_reward_threshold(demo_model
     spider, signal, page, links = parse(demo_model, FOCUS_REWARD_THRESHOLD=1.0, FOCUS_RELEVANCE_THRESHOLD=0.0)
     assert signal["hit"] is False and page.relevant
     assert all(r.meta["focus_link"]["hops"] == 3 for r in links)  # hops count from the last hit
+
+
+def test_a_request_not_made_from_a_link_is_parsed_like_a_seed(demo_model):
+    """A request another component made (``focus_link`` missing or None) has no link to judge the
+    page by: the page is scored alone and its links count hops from it."""
+    for link in (None, {}):
+        _, signal, page, links = parse(demo_model, link=link, FOCUS_REWARD_THRESHOLD=1.0)
+        assert page.link_score is None and page.referrer is None and page.score == page.page_score
+        assert signal["hit"] is False and links and all(r.meta["focus_link"]["hops"] == 1 for r in links)
 
 
 def test_by_default_the_reward_threshold_is_the_models_even_odds_score(demo_model):

@@ -137,7 +137,7 @@ class FocusedSpider(scrapy.Spider):
             # a page is judged by its words and by the link that led to it (FOCUS_LINK_EVIDENCE): the
             # item's relevance, the learner's hit and the parent score of its links all follow
             page.page_score = self.model.score(parsed.title, parsed.text)
-            page.link_score = (request.meta.get("focus_link") or {}).get("link_score")
+            page.link_score = _link_of(request).get("link_score")
             page.score = self.model.with_link_evidence(page.page_score, page.link_score, self.link_evidence)
             page.relevant = page.score >= self.threshold and not noindex
             hit = page.score >= self.reward_threshold and not noindex
@@ -161,7 +161,7 @@ class FocusedSpider(scrapy.Spider):
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=response,
                                             page=page, links=links, hit=hit)
         yield page
-        hops = 0 if hit else request.meta.get("focus_link", {}).get("hops", 0) + 1
+        hops = 0 if hit else _link_of(request).get("hops", 0) + 1
         depth = request.meta.get("depth", 0) + 1
         # The link model (or the topic model) reads each link's words (anchor, context, URL): a
         # good bet before the learner knows anything about the link's host and path.
@@ -182,7 +182,7 @@ class FocusedSpider(scrapy.Spider):
             return None
         page = PageItem(url=_first_url(request), final_url=request.url, status=0,
                         fetched_at=_now(), depth=request.meta.get("depth", 0),
-                        referrer=(request.meta.get("focus_link") or {}).get("parent_url"),
+                        referrer=_link_of(request).get("parent_url"),
                         extra={"error": failure.getErrorMessage()[:300], **_explanation(request)})
         self.crawler.stats.inc_value("focus/pages/failed")
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=None,
@@ -195,7 +195,7 @@ class FocusedSpider(scrapy.Spider):
             url=_first_url(request), final_url=response.url, status=response.status,
             content_type=response.headers.get(b"Content-Type", b"").decode("latin-1"),
             fetched_at=_now(), depth=request.meta.get("depth", 0),
-            referrer=(request.meta.get("focus_link") or {}).get("parent_url"),
+            referrer=_link_of(request).get("parent_url"),
             elapsed=round(float(request.meta.get("download_latency") or 0.0), 4),
             length=len(response.body),
             extra=_explanation(request),
@@ -218,6 +218,12 @@ def _x_robots_tag(response, agent: str | None) -> tuple[bool, bool]:
         noindex |= bool(words & {"noindex", "none"})
         nofollow |= bool(words & {"nofollow", "none"})
     return noindex, nofollow
+
+
+def _link_of(request) -> dict:
+    """What the spider said about the link that led to ``request`` (its ``focus_link`` meta):
+    empty for a request that was not made from a link (a user's request, a sitemap)."""
+    return request.meta.get("focus_link") or {}
 
 
 def _explanation(request) -> dict:
