@@ -222,7 +222,7 @@ def _x_robots_tag(response, agent: str | None) -> tuple[bool, bool]:
 
 def _link_of(request) -> dict:
     """What the spider said about the link that led to ``request`` (its ``focus_link`` meta):
-    empty for a request that was not made from a link (a user's request, a sitemap)."""
+    empty for a request that another component made, not the spider from a link."""
     return request.meta.get("focus_link") or {}
 
 
