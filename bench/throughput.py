@@ -14,11 +14,15 @@ the time from the first request's start to the last response's end, so process s
 model loading are left out; wall time is printed too. On WebKB most links lead to pages never
 recorded (404s, which cost the server and the crawler almost nothing), and a crawl that avoids them
 does more work per request; so the pages actually served (status 200) per second are printed too.
+A last line per crawler says why it runs at its rate: how many hosts it works at once and, on its
+busiest hosts, the median gap between one response and the next request.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -92,18 +96,37 @@ def run(argv: list[str], proxy: ReplayProxy, cwd: Path, env_extra: dict, timeout
     return wall
 
 
-def rate(proxy: ReplayProxy) -> tuple[int, float, float]:
+def rate(proxy: ReplayProxy) -> tuple[int, float, float, str]:
     """(counted requests, requests per second and pages served with status 200 per second, between
-    the first start and the last end)."""
+    the first start and the last end, and how the crawl used the hosts: ``host_use``)."""
     proxy.wait_idle()
     log = [r for r in proxy.log if r.get("path") != "/robots.txt" and r.get("url")]
     n = len(counted_requests(log))
     if n < 2:
-        return n, 0.0, 0.0
+        return n, 0.0, 0.0, ""
     span = max(r["t_end"] for r in log) - min(r["t_start"] for r in log)
     if span <= 0:
-        return n, float("inf"), float("inf")
-    return n, n / span, sum(1 for r in log if r.get("status") == 200) / span
+        return n, float("inf"), float("inf"), ""
+    return n, n / span, sum(1 for r in log if r.get("status") == 200) / span, host_use(log)
+
+
+def host_use(log: list[dict], busiest: int = 4) -> str:
+    """Why a crawl runs at its rate, from the server's log: how many hosts it works at once (distinct
+    hosts per 100 ms) and, on its busiest hosts, the median time from one response's end to the
+    host's next request (politeness delay plus the crawler's own reaction) and the server's time per
+    request."""
+    start = min(r["t_start"] for r in log)
+    windows: dict[int, set] = {}
+    per_host: dict[str, list[dict]] = {}
+    for r in sorted(log, key=lambda r: r["t_start"]):
+        windows.setdefault(int((r["t_start"] - start) * 10), set()).add(r["host"])
+        per_host.setdefault(r["host"], []).append(r)
+    top = sorted(per_host.values(), key=len, reverse=True)[:busiest]
+    gaps = [b["t_start"] - a["t_end"] for rows in top for a, b in itertools.pairwise(rows)]
+    service = [r["t_end"] - r["t_start"] for rows in top for r in rows]
+    return (f"{statistics.mean(len(h) for h in windows.values()):.1f} hosts per 100 ms; busiest {len(top)} hosts: "
+            f"{sum(map(len, top))} requests, median gap {1000 * statistics.median(gaps or [0]):.1f} ms, "
+            f"median service {1000 * statistics.median(service):.2f} ms")
 
 
 def main() -> None:
@@ -132,7 +155,7 @@ def main() -> None:
                               "-s", f"FOCUS_BUDGET={args.pages}", "-s", f"FOCUS_STORE={work / 'crawl.db'}", *common,
                               *[arg for setting in args.set for arg in ("-s", setting)]],
                              proxy, work, {"SCRAPY_SETTINGS_MODULE": "focuscrawl.settings"}, args.timeout)
-            focus_n, focus_rate, focus_pages = rate(proxy)
+            focus_n, focus_rate, focus_pages, focus_use = rate(proxy)
 
         spider = work / "stock_spider.py"
         spider.write_text(STOCK_SPIDER)
@@ -141,11 +164,12 @@ def main() -> None:
                               "-a", f"pages={args.pages}", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1",
                               "-s", "HTTPERROR_ALLOW_ALL=True", *common],
                              proxy, work, {}, args.timeout)
-            stock_n, stock_rate, stock_pages = rate(proxy)
+            stock_n, stock_rate, stock_pages, stock_use = rate(proxy)
 
     print(f"{'crawler':<14}{'requests':>10}{'req/s':>10}{'200s/s':>9}{'wall s':>9}")
     print(f"{'focuscrawl':<14}{focus_n:>10}{focus_rate:>10.1f}{focus_pages:>9.1f}{focus_wall:>9.1f}")
     print(f"{'stock Scrapy':<14}{stock_n:>10}{stock_rate:>10.1f}{stock_pages:>9.1f}{stock_wall:>9.1f}")
+    print(f"focuscrawl: {focus_use}\nstock Scrapy: {stock_use}")
     if stock_rate:
         print(f"focuscrawl / stock = {focus_rate / stock_rate:.2f} (requests), "
               f"{focus_pages / stock_pages if stock_pages else float('nan'):.2f} (pages served with status 200)")
