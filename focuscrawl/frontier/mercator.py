@@ -631,16 +631,9 @@ class Frontier:
     def __len__(self) -> int:
         return self._size
 
-    def host_count(self) -> int:
-        return sum(1 for h in self._hosts.values() if h.queue)
-
     def host_size(self, host: str) -> int:
         h = self._hosts.get(host)
         return h.size() if h else 0
-
-    def is_busy(self, host: str) -> bool:
-        h = self._hosts.get(host)
-        return bool(h and h.busy)
 
     # --- push ---------------------------------------------------------------------------------
     def push(self, host: str, entry: Entry) -> list[Entry]:

@@ -35,12 +35,6 @@ class ExclusionList:
         if path:
             self._reload_if_changed(force=True)
 
-    @classmethod
-    def from_lines(cls, lines: list[str]) -> ExclusionList:
-        rules = cls()
-        rules._parse(lines)
-        return rules
-
     def _parse(self, lines) -> None:
         hosts, domains, patterns = set(), [], []
         for number, raw in enumerate(lines, 1):

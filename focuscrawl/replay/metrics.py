@@ -90,10 +90,6 @@ class Relevance:
     def is_relevant_key(self, key: str) -> bool:
         return self.page_of_key(key) in self._relevant_pages
 
-    @property
-    def relevant_pages(self) -> set[str]:
-        return set(self._relevant_pages)
-
 
 def found_curve(requests: Sequence[tuple[str, int]], relevance: Relevance) -> list[int]:
     """found(i) for i = 1..len(requests): distinct relevant pages found by the first i requests."""
