@@ -3,6 +3,7 @@ trained on some of its hosts, and a helper that runs a real ``scrapy crawl`` aga
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -43,6 +44,15 @@ def demo_model(demo_web, demo_files):
     path = demo_files["dir"] / "model.joblib"
     model.save(str(path))
     return path
+
+
+def load_bench(name: str):
+    """A script of ``bench/`` (not a package) as a module, for tests of its parts."""
+    path = Path(__file__).resolve().parents[1] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"focuscrawl_bench_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_scrapy(args: list[str], cwd: Path, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 from focuscrawl.relevance import TopicModel
 from focuscrawl.replay.metrics import Relevance, load_labels, reachable_relevant
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "simulate.py"
-
-
-def _simulate_module():
-    spec = importlib.util.spec_from_file_location("focuscrawl_bench_simulate", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from .conftest import load_bench
 
 
 def test_simulation_is_seeded_and_finds_the_topic_on_the_demo_web(demo_web, demo_files, demo_model):
-    sim = _simulate_module()
+    sim = load_bench("simulate")
     web = sim.Web(demo_files["warc"], None)
     model = TopicModel.load(demo_model)
     relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
@@ -37,7 +27,7 @@ def test_simulation_is_seeded_and_finds_the_topic_on_the_demo_web(demo_web, demo
 def test_oracles_bound_the_crawl_from_above(demo_web, demo_files, demo_model):
     """The value oracle orders the frontier by true future value: it finds more than the learned
     crawl and far more than an uninformed order; the page oracle scores pages by their labels."""
-    sim = _simulate_module()
+    sim = load_bench("simulate")
     web = sim.Web(demo_files["warc"], None)
     model = TopicModel.load(demo_model)
     relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
@@ -54,7 +44,7 @@ def test_oracles_bound_the_crawl_from_above(demo_web, demo_files, demo_model):
 
 
 def test_frontier_quality_scores_how_priorities_rank_the_frontier(demo_web, demo_files, demo_model):
-    sim = _simulate_module()
+    sim = load_bench("simulate")
     values = {"http://a.test/1": 1.5, "http://a.test/2": 1.0, "http://a.test/3": 0.2, "http://a.test/4": 0.0}
     keys = {sim.url_key(u): v for u, v in values.items()}
     perfect = sim.frontier_quality(dict(values), keys, top=2)

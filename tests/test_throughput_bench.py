@@ -2,17 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "throughput.py"
-
-
-def _throughput_module():
-    spec = importlib.util.spec_from_file_location("focuscrawl_bench_throughput", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from .conftest import load_bench
 
 
 def _row(host: str, start: float, end: float) -> dict:
@@ -20,7 +10,7 @@ def _row(host: str, start: float, end: float) -> dict:
 
 
 def test_host_use_counts_hosts_per_window_and_the_busiest_hosts_gaps():
-    bench = _throughput_module()
+    bench = load_bench("throughput")
     # host a: three requests, 2 ms each, 20 ms apart (gaps 18 ms); host b: one request in the
     # first 100 ms window and one in the second; host c: once, in the second window
     log = [_row("a", 0.000, 0.002), _row("a", 0.020, 0.022), _row("a", 0.040, 0.042),
