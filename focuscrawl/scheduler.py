@@ -28,7 +28,7 @@ from focuscrawl import signals as focus_signals
 from focuscrawl.frontier import Entry, Frontier, SeenSet
 from focuscrawl.frontier.mercator import PackedRescorer, read_stored, record_priority
 from focuscrawl.jobdir import JobDir, JobDirError
-from focuscrawl.learning import LinkRewardLearner, link_context, link_features
+from focuscrawl.learning import LinkRewardLearner, link_context, link_features, link_parent
 from focuscrawl.learning.learner import HUB_CAP, LEARNING_RATE, is_vector, page_reward
 from focuscrawl.politeness import DelayPolicy, ExclusionList, HostTiming, RobotsRules, RobotsState, TrapRules
 from focuscrawl.request_codec import LinkPreview, RequestCodec, packed_row, packed_rows
@@ -57,8 +57,7 @@ _UNNAMED = object()  # a callback that is not one of the spider's methods (to_di
 
 def _parent(request: Request) -> str | None:
     """The canonical URL of the page a request's link was found on (None for seeds)."""
-    parent = (request.meta.get("focus_link") or {}).get("parent_url")
-    return canonicalize(parent) if parent else None
+    return link_parent(request.meta)
 
 
 class FocusScheduler:

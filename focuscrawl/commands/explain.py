@@ -23,7 +23,7 @@ from typing import Any
 
 from focuscrawl.commandbase import CommandError, FocusCommand
 from focuscrawl.jobdir import journal_events
-from focuscrawl.learning import link_context, link_features
+from focuscrawl.learning import link_context, link_features, link_meta, link_parent
 from focuscrawl.request_codec import packed_rows
 from focuscrawl.store import CrawlStore, StoreError, resolve_store_path
 from focuscrawl.urls import canonicalize, host_key
@@ -167,8 +167,7 @@ class Command(FocusCommand):
             if kind == "enq" and isinstance(payload, dict) and canonicalize(payload.get("url", "")) not in done:
                 canonical = canonicalize(payload["url"])
                 named = link_features(link_context(canonical, payload.get("meta") or {}))
-                parent = ((payload.get("meta") or {}).get("focus_link") or {}).get("parent_url")
-                priority = learner.score(named, canonical, canonicalize(parent) if parent else None)
+                priority = learner.score(named, canonical, link_parent(payload.get("meta") or {}))
                 entries.append((host_key(canonical), priority, payload, ()))
         wanted = {canonicalize(url): url for url in urls}
         result: dict[str, dict | None] = {url: None for url in urls}
@@ -193,9 +192,9 @@ class Command(FocusCommand):
     @staticmethod
     def _entry_summary(learner, path, host, priority, request_dict, features, canonical, priorities, top) -> dict:
         meta = request_dict.get("meta") or {}
-        link = meta.get("focus_link") or {}
+        link = link_meta(meta)
         parent = link.get("parent_url")
-        parent_canonical = canonicalize(parent) if parent else None
+        parent_canonical = link_parent(meta)
         in_flight = math.isinf(priority)  # the scheduler checkpoints requests in flight with priority inf
         if features is not None:
             # the frontier keeps hashed vectors; explanations need names: rebuild them from the link

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from focuscrawl.urls import extension, host_key, url_tokens
+from focuscrawl.urls import canonicalize, extension, host_key, url_tokens
 
 WORD = re.compile(r"[^\W\d_]{2,30}", re.UNICODE)
 ALNUM = re.compile(r"[^\W_]+", re.UNICODE)
@@ -66,9 +66,21 @@ class LinkContext:
     link_score: float | None = None  # the topic model's score of the link's own words
 
 
+def link_meta(meta: dict) -> dict:
+    """What the spider said about the link that led to a request (its ``focus_link`` meta): empty
+    for a request another component made, where the key is missing or None."""
+    return meta.get("focus_link") or {}
+
+
+def link_parent(meta: dict) -> str | None:
+    """The canonical URL of the page a request's link was found on (None for seeds)."""
+    parent = link_meta(meta).get("parent_url")
+    return canonicalize(parent) if parent else None
+
+
 def link_context(url: str, meta: dict) -> LinkContext:
     """The LinkContext of a request, from what the spider put in its meta (``focus_link``, ``depth``)."""
-    link = meta.get("focus_link") or {}
+    link = link_meta(meta)
     return LinkContext(
         url=url, anchor=link.get("anchor", ""), context=link.get("context", ""),
         parent_url=link.get("parent_url"), parent_score=link.get("parent_score"),

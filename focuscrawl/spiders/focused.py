@@ -21,6 +21,7 @@ from scrapy.utils.sitemap import Sitemap
 from focuscrawl import signals as focus_signals
 from focuscrawl.dedup import content_hash
 from focuscrawl.items import PageItem
+from focuscrawl.learning import link_meta
 from focuscrawl.parsing import parse_html
 from focuscrawl.relevance import ModelError, TopicModel
 
@@ -137,7 +138,7 @@ class FocusedSpider(scrapy.Spider):
             # a page is judged by its words and by the link that led to it (FOCUS_LINK_EVIDENCE): the
             # item's relevance, the learner's hit and the parent score of its links all follow
             page.page_score = self.model.score(parsed.title, parsed.text)
-            page.link_score = _link_of(request).get("link_score")
+            page.link_score = link_meta(request.meta).get("link_score")
             page.score = self.model.with_link_evidence(page.page_score, page.link_score, self.link_evidence)
             page.relevant = page.score >= self.threshold and not noindex
             hit = page.score >= self.reward_threshold and not noindex
@@ -161,7 +162,7 @@ class FocusedSpider(scrapy.Spider):
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=response,
                                             page=page, links=links, hit=hit)
         yield page
-        hops = 0 if hit else _link_of(request).get("hops", 0) + 1
+        hops = 0 if hit else link_meta(request.meta).get("hops", 0) + 1
         depth = request.meta.get("depth", 0) + 1
         # The link model (or the topic model) reads each link's words (anchor, context, URL): a
         # good bet before the learner knows anything about the link's host and path.
@@ -182,7 +183,7 @@ class FocusedSpider(scrapy.Spider):
             return None
         page = PageItem(url=_first_url(request), final_url=request.url, status=0,
                         fetched_at=_now(), depth=request.meta.get("depth", 0),
-                        referrer=_link_of(request).get("parent_url"),
+                        referrer=link_meta(request.meta).get("parent_url"),
                         extra={"error": failure.getErrorMessage()[:300], **_explanation(request)})
         self.crawler.stats.inc_value("focus/pages/failed")
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=None,
@@ -195,7 +196,7 @@ class FocusedSpider(scrapy.Spider):
             url=_first_url(request), final_url=response.url, status=response.status,
             content_type=response.headers.get(b"Content-Type", b"").decode("latin-1"),
             fetched_at=_now(), depth=request.meta.get("depth", 0),
-            referrer=_link_of(request).get("parent_url"),
+            referrer=link_meta(request.meta).get("parent_url"),
             elapsed=round(float(request.meta.get("download_latency") or 0.0), 4),
             length=len(response.body),
             extra=_explanation(request),
@@ -218,12 +219,6 @@ def _x_robots_tag(response, agent: str | None) -> tuple[bool, bool]:
         noindex |= bool(words & {"noindex", "none"})
         nofollow |= bool(words & {"nofollow", "none"})
     return noindex, nofollow
-
-
-def _link_of(request) -> dict:
-    """What the spider said about the link that led to ``request`` (its ``focus_link`` meta):
-    empty for a request that another component made, not the spider from a link."""
-    return request.meta.get("focus_link") or {}
 
 
 def _explanation(request) -> dict:
