@@ -49,12 +49,12 @@ class Command(FocusCommand):
 
     def add_options(self, parser) -> None:
         super().add_options(parser)
-        parser.add_argument("--dir", default=DEFAULT_DIR, help=f"output directory (default: {DEFAULT_DIR})")
+        parser.add_argument("--dir", default=DEFAULT_DIR, help=f"output directory (default {DEFAULT_DIR})")
         parser.add_argument("--budget", default=str(DEFAULT_BUDGET),
-                            help=f"requests the crawl may make, robots.txt excluded (default: {DEFAULT_BUDGET})")
-        parser.add_argument("--seed", default="0", help="seed of the generated web (default: 0)")
+                            help=f"requests the crawl may make, robots.txt excluded (default {DEFAULT_BUDGET})")
+        parser.add_argument("--seed", default="0", help="seed of the generated web (default 0)")
         parser.add_argument("--delay", default=str(DEFAULT_DELAY),
-                            help=f"seconds between two requests to one host (default: {DEFAULT_DELAY})")
+                            help=f"seconds between two requests to one host (default {DEFAULT_DELAY})")
 
     def execute(self, args: list[str], opts) -> None:
         if args:

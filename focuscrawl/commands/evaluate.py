@@ -157,7 +157,7 @@ class Command(FocusCommand):
         parser.add_argument("--seeds", metavar="SEEDS", help="a seeds file (one URL a line) or URL[,URL]")
         parser.add_argument("--model", metavar="MODEL", help="the topic model for the crawl (see `scrapy train`)")
         parser.add_argument("--budget", metavar="N", help="requests the crawl may make (robots.txt not counted)")
-        parser.add_argument("--aliases", metavar="FILE.tsv", help="url<TAB>same_as: URLs that are one page")
+        parser.add_argument("--aliases", metavar="FILE.tsv", help="url<TAB>same_as lines, each naming two URLs of one page")
         parser.add_argument("-o", "--output", metavar="FILE", help="write the report as JSON to FILE")
         parser.add_argument("--plot", metavar="FILE.png", help="draw relevant pages found vs requests")
         parser.add_argument("--random-runs", default="10", metavar="K", help=argparse.SUPPRESS)

@@ -58,7 +58,7 @@ class Command(FocusCommand):
         super().add_options(parser)
         parser.add_argument("--jobdir", metavar="DIR", help="the crawl's JOBDIR (same as -s JOBDIR=DIR)")
         parser.add_argument("--store", metavar="PATH",
-                            help="the crawl store (default: FOCUS_STORE, JOBDIR/crawl.db or ./crawl.db)")
+                            help="the crawl store (default FOCUS_STORE, JOBDIR/crawl.db or ./crawl.db)")
         parser.add_argument("--top", metavar="N", default=str(DEFAULT_TOP),
                             help=f"how many features to show (default {DEFAULT_TOP})")
         parser.add_argument("--json", action="store_true", help="one JSON object per URL, a line each")

@@ -44,7 +44,7 @@ class Command(FocusCommand):
     def add_options(self, parser) -> None:
         super().add_options(parser)
         parser.add_argument("-o", "--output", metavar="FILE", help="the file to write (its extension picks the format)")
-        parser.add_argument("--store", metavar="PATH", help="the crawl store (default: FOCUS_STORE, JOBDIR/crawl.db or ./crawl.db)")
+        parser.add_argument("--store", metavar="PATH", help="the crawl store (default FOCUS_STORE, JOBDIR/crawl.db or ./crawl.db)")
         parser.add_argument("--min-score", metavar="S", help="only pages scored at least S")
         parser.add_argument(
             "--all", action="store_true", help="every stored page, irrelevant and duplicates included"

@@ -90,7 +90,7 @@ class Command(FocusCommand):
 
     def add_options(self, parser) -> None:
         super().add_options(parser)
-        parser.add_argument("--port", default="0", metavar="N", help="port to listen on (default: any free port)")
+        parser.add_argument("--port", default="0", metavar="N", help="port to listen on (default any free port)")
         parser.add_argument("--robots", metavar="FILE.json", help="robots.txt for hosts the WARC has none for")
         parser.add_argument("--latency-ms", default="0", metavar="MS", help="delay every answer by MS milliseconds")
         parser.add_argument("--log", metavar="FILE", help="append one JSON line per request to FILE")
