@@ -16,7 +16,7 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from focuscrawl.commands.evaluate import crawl_command, evaluate_log, format_table, plot_curves
+from focuscrawl.commands.evaluate import crawl_command, evaluate_log, evaluate_logs, format_table, plot_curves
 from focuscrawl.replay import RecordedWeb, ReplayProxy
 from focuscrawl.replay.linkgraph import LinkGraph, SamePage
 from focuscrawl.replay.metrics import Relevance
@@ -116,6 +116,31 @@ def test_table_report_and_plot(scored, tmp_path):
     assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_several_crawls_are_reported_as_their_mean_and_each_one(tmp_path):
+    web = RecordedWeb.from_records(RECORDS)
+    graph = LinkGraph.from_web(web)
+    relevance = Relevance(LABELS, ["topic"], SamePage.for_graph(graph))
+    logs = []
+    for order in (["/", "/b", "/old", "/t2", "/gone", "/a"], ["/", "/a", "/t1", "/b", "/old", "/t2"]):
+        with ReplayProxy(web) as proxy:
+            fetch_through(proxy, [f"{H}{path}" for path in order])
+            logs.append(proxy.log)
+    report = evaluate_logs(logs, graph, relevance, [f"{H}/"], budget=6, random_runs=2)
+    assert [run["curve"] for run in report["runs"]] == [[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 2]]
+    assert [run["recall"]["6"] for run in report["runs"]] == [0.5, 1.0]
+    crawl = report["crawlers"]["focuscrawl"]
+    assert crawl["curve"] == [0, 0, 0.5, 1, 1, 1.5] and crawl["recall"]["6"] == 0.75
+    table = format_table(report)
+    assert "the mean of 2 crawls" in table
+    each = table.splitlines()[table.splitlines().index("focuscrawl, each crawl (harvest / recall at N):") + 2:]
+    assert [row.split() for row in each] == [["1", "|", "0.167", "50.0%"], ["2", "|", "0.333", "100.0%"]]
+    json.dumps(report)
+    plot_curves(report, str(tmp_path / "curve.png"))
+    assert (tmp_path / "curve.png").stat().st_size > 1000
+    # one crawl: the report keeps its single-crawl shape
+    assert "runs" not in evaluate_logs(logs[:1], graph, relevance, [f"{H}/"], budget=6, random_runs=2)
+
+
 def test_crawl_command_passes_budget_and_user_settings_last():
     argv = crawl_command("seeds.txt", "m.joblib", 50, "/tmp/x/crawl.db", ["DOWNLOAD_DELAY=0.5"])
     assert argv[1:5] == ["-m", "scrapy", "crawl", "focused"]
@@ -154,6 +179,7 @@ def files(tmp_path):
 
 @pytest.mark.parametrize("change, message", [
     ({"--budget": "0"}, "--budget must be at least 1"),
+    ({"--runs": "two"}, "--runs must be a whole number of crawls"),
     ({"--positive": "nosuch"}, "no such label"),
     ({"--labels": "missing.tsv"}, "labels file not found"),
     ({"--model": "missing.joblib"}, "model file not found"),
@@ -211,13 +237,16 @@ def test_evaluate_end_to_end_on_the_demo_web(demo_web, demo_files, demo_model, t
     budget = 120
     result = scrapy(["evaluate", str(demo_files["warc"]), "--labels", str(demo_files["labels"]),
                      "--positive", demo_web.topic, "--seeds", str(seeds), "--model", str(demo_model),
-                     "--budget", str(budget), "-o", "report.json", "--plot", "curve.png"],
+                     "--budget", str(budget), "--runs", "2", "-o", "report.json", "--plot", "curve.png"],
                     cwd=tmp_path, timeout=280)
     assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-2000:]
     report = json.loads((tmp_path / "report.json").read_text())
     crawl = report["crawlers"]["focuscrawl"]
     assert 0 < crawl["requests"] <= budget
     assert crawl["found"] > 0
+    assert len(report["runs"]) == 2 and all(0 < run["requests"] <= budget and run["found"] for run in report["runs"])
+    assert crawl["found"] == pytest.approx(sum(run["found"] for run in report["runs"]) / 2)
+    assert "(crawl 2 of 2)" in result.stdout and "each crawl" in result.stdout
     assert report["crawlers"]["oracle"]["found_at"][str(budget)] >= crawl["found"]
     assert (tmp_path / "curve.png").stat().st_size > 1000
     assert "focuscrawl" in result.stdout and "oracle" in result.stdout

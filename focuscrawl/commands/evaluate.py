@@ -20,7 +20,7 @@ from pathlib import Path
 
 from focuscrawl.commandbase import CommandError, FocusCommand
 from focuscrawl.commands.replay import load_web, start_proxy
-from focuscrawl.replay.baselines import baseline_curves
+from focuscrawl.replay.baselines import baseline_curves, mean_curve
 from focuscrawl.replay.linkgraph import LinkGraph, SamePage, load_aliases
 from focuscrawl.replay.metrics import (
     Relevance,
@@ -41,28 +41,45 @@ def evaluate_log(log: list[dict], graph: LinkGraph, relevance: Relevance, seeds:
                  budget: int, random_runs: int = 10) -> dict:
     """The report: the crawl's log (first ``budget`` counted requests) and the three baselines,
     each with its found curve and harvest@N / recall@N at the report points."""
-    requests = counted_requests(log)[:budget]
-    curves = {"focuscrawl": found_curve(requests, relevance)}
-    curves.update(baseline_curves(graph, seeds, relevance, budget, random_runs=random_runs))
+    return evaluate_logs([log], graph, relevance, seeds, budget, random_runs)
+
+
+def evaluate_logs(logs: list[list[dict]], graph: LinkGraph, relevance: Relevance, seeds: list[str],
+                  budget: int, random_runs: int = 10) -> dict:
+    """``evaluate_log`` for several crawls of the same web (a replayed crawl's order depends on
+    timing, so one run can mislead): "focuscrawl" is their mean curve, and with more than one
+    crawl "runs" holds each crawl's own scores and curve."""
     reach = len(reachable_relevant(graph, seeds, relevance))
     points = report_points(budget)
+    runs = [found_curve(counted_requests(log)[:budget], relevance) for log in logs]
+    curves = {"focuscrawl": runs[0] if len(runs) == 1 else mean_curve(runs)}
+    curves.update(baseline_curves(graph, seeds, relevance, budget, random_runs=random_runs))
     crawlers = {}
     for name in CRAWLERS:
         crawlers[name] = score_curve(curves[name], reach, points)
         crawlers[name]["curve"] = curves[name]
-    return {
+    report = {
         "budget": budget, "seeds": seeds, "positive": sorted(relevance.positive),
         "reachable_relevant": reach, "points": points, "random_runs": random_runs,
         "crawlers": crawlers,
     }
+    if len(runs) > 1:
+        report["runs"] = [{**score_curve(curve, reach, points), "curve": curve} for curve in runs]
+    return report
 
 
 def format_table(report: dict) -> str:
     """One table: a row per N, harvest@N and recall@N for each crawler."""
     head = (f"relevant = {', '.join(report['positive'])}; {report['reachable_relevant']} relevant pages "
             f"reachable from the seeds; every request counts (404s and redirects too, robots.txt not)")
-    made = report["crawlers"]["focuscrawl"]["requests"]
-    lines = [head, f"focuscrawl made {made} counted request{'s' if made != 1 else ''} (budget {report['budget']})", ""]
+    runs = report.get("runs", [])
+    made = [run["requests"] for run in runs] or [report["crawlers"]["focuscrawl"]["requests"]]
+    if runs:
+        span = f"{min(made)}" if min(made) == max(made) else f"{min(made)}-{max(made)}"
+        crawls = f"focuscrawl: the mean of {len(runs)} crawls, each of {span} counted requests"
+    else:
+        crawls = f"focuscrawl made {made[0]} counted request{'s' if made[0] != 1 else ''}"
+    lines = [head, f"{crawls} (budget {report['budget']})", ""]
     cell = 18
     lines.append(f"{'N':>6} | " + " | ".join(f"{TITLES[c]:^{cell}}" for c in CRAWLERS))
     lines.append(f"{'':>6} | " + " | ".join(f"{'harvest':>8} {'recall':>9}" for _ in CRAWLERS))
@@ -73,6 +90,12 @@ def format_table(report: dict) -> str:
             score = report["crawlers"][name]
             cells.append(f"{score['harvest'][str(n)]:>8.3f} {score['recall'][str(n)]:>9.1%}")
         lines.append(f"{n:>6} | " + " | ".join(cells))
+    if runs:
+        lines += ["", "focuscrawl, each crawl (harvest / recall at N):",
+                  f"{'crawl':>6} | " + " | ".join(f"{n:^{cell}}" for n in report["points"])]
+        for i, run in enumerate(runs, 1):
+            lines.append(f"{i:>6} | " + " | ".join(
+                f"{run['harvest'][str(n)]:>8.3f} {run['recall'][str(n)]:>9.1%}" for n in report["points"]))
     return "\n".join(lines)
 
 
@@ -84,9 +107,12 @@ def plot_curves(report: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    for run in report.get("runs", []):
+        ax.plot(range(1, len(run["curve"]) + 1), run["curve"], color="tab:blue", alpha=0.25, linewidth=0.8)
     for name in CRAWLERS:
         curve = report["crawlers"][name]["curve"]
-        ax.plot(range(1, len(curve) + 1), curve, label=TITLES[name])
+        title = f"{TITLES[name]} (mean of {len(report['runs'])})" if name == "focuscrawl" and "runs" in report else TITLES[name]
+        ax.plot(range(1, len(curve) + 1), curve, label=title)
     ax.axhline(report["reachable_relevant"], color="grey", linestyle=":", linewidth=1,
                label="reachable relevant")
     ax.set_xlabel("requests (404s and redirects included)")
@@ -119,14 +145,15 @@ def read_seed_urls(seeds: str) -> list[str]:
         raise CommandError(str(exc)) from None
 
 
-def parse_budget(value) -> int:
+def parse_count(value, option: str, unit: str) -> int:
+    """A whole number of at least 1 given to ``option``, or a one-line error."""
     try:
-        budget = int(value)
+        count = int(value)
     except (TypeError, ValueError):
-        raise CommandError(f"--budget must be a whole number of requests, not {value!r}") from None
-    if budget <= 0:
-        raise CommandError(f"--budget must be at least 1, not {value!r}")
-    return budget
+        raise CommandError(f"{option} must be a whole number of {unit}, not {value!r}") from None
+    if count <= 0:
+        raise CommandError(f"{option} must be at least 1, not {value!r}")
+    return count
 
 
 class Command(FocusCommand):
@@ -136,7 +163,7 @@ class Command(FocusCommand):
 
     def syntax(self) -> str:
         return ("WARC [WARC...] --labels FILE.tsv --positive LABEL[,LABEL] --seeds SEEDS --model MODEL "
-                "--budget N [--aliases FILE.tsv] [-o report.json] [--plot curve.png] [-s NAME=VALUE ...]")
+                "--budget N [--aliases FILE.tsv] [--runs K] [-o report.json] [--plot curve.png] [-s NAME=VALUE ...]")
 
     def short_desc(self) -> str:
         return "Crawl a recorded web and compare harvest and recall with BFS, random and an oracle"
@@ -160,14 +187,18 @@ class Command(FocusCommand):
         parser.add_argument("--aliases", metavar="FILE.tsv", help="url<TAB>same_as lines, each naming two URLs of one page")
         parser.add_argument("-o", "--output", metavar="FILE", help="write the report as JSON to FILE")
         parser.add_argument("--plot", metavar="FILE.png", help="draw relevant pages found vs requests")
+        parser.add_argument("--runs", default="1", metavar="K",
+                            help="crawl K times and report their mean and each crawl (default 1); a replayed "
+                                 "crawl's order depends on timing, so crawls differ")
         parser.add_argument("--random-runs", default="10", metavar="K", help=argparse.SUPPRESS)
 
     def execute(self, args: list[str], opts) -> None:
         for name in ("labels", "positive", "seeds", "model", "budget"):
             if not getattr(opts, name):
                 raise CommandError(f"missing --{name} (see `scrapy evaluate -h`)")
-        budget = parse_budget(opts.budget)
-        random_runs = parse_budget(opts.random_runs)
+        budget = parse_count(opts.budget, "--budget", "requests")
+        runs = parse_count(opts.runs, "--runs", "crawls")
+        random_runs = parse_count(opts.random_runs, "--random-runs", "runs")
         positive = [p.strip() for p in opts.positive.split(",") if p.strip()]
         if not os.path.isfile(opts.model):
             raise CommandError(f"model file not found: {opts.model}")
@@ -189,11 +220,25 @@ class Command(FocusCommand):
         graph = LinkGraph.from_web(web)
         relevance = Relevance(labels, positive, SamePage.for_graph(graph, aliases))
 
+        logs = [self._crawl(web, opts, budget, f" (crawl {run} of {runs})" if runs > 1 else "")
+                for run in range(1, runs + 1)]
+        report = evaluate_logs(logs, graph, relevance, seeds, budget, random_runs=random_runs)
+        print(format_table(report))
+        if opts.output:
+            Path(opts.output).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+            print(f"report written to {opts.output}")
+        if opts.plot:
+            plot_curves(report, opts.plot)
+            print(f"curves drawn in {opts.plot}")
+
+    @staticmethod
+    def _crawl(web, opts, budget: int, which: str) -> list[dict]:
+        """One ``scrapy crawl focused`` through a fresh replay of ``web``: the server's log."""
         workdir = Path(tempfile.mkdtemp(prefix="focuscrawl-evaluate-"))
         server_log = workdir / "server.jsonl"
         crawl_log = workdir / "crawl.log"
         proxy = start_proxy(web, log_path=str(server_log))
-        print(f"replaying {len(web)} responses at {proxy.url}; crawling with a budget of {budget} requests...",
+        print(f"replaying {len(web)} responses at {proxy.url}; crawling with a budget of {budget} requests{which}...",
               flush=True)
         argv = crawl_command(opts.seeds, opts.model, budget, str(workdir / "crawl.db"), opts.set)
         try:
@@ -207,14 +252,7 @@ class Command(FocusCommand):
             tail = [ln for ln in crawl_log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()][-1:]
             raise CommandError(f"the crawl failed (exit {result.returncode}): {tail[0] if tail else 'no output'}; "
                                f"full output in {crawl_log}")
-        report = evaluate_log(read_log(server_log), graph, relevance, seeds, budget,
-                              random_runs=random_runs)
+        log = read_log(server_log)
         shutil.rmtree(workdir, ignore_errors=True)
-        print(format_table(report))
-        if opts.output:
-            Path(opts.output).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-            print(f"report written to {opts.output}")
-        if opts.plot:
-            plot_curves(report, opts.plot)
-            print(f"curves drawn in {opts.plot}")
+        return log
 
