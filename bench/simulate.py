@@ -30,7 +30,7 @@ pages' worth, three links deep) instead of the learner: what a perfect link valu
 reach under the same politeness shape.
 
     python bench/simulate.py --models DIR [--targets course,student] [--runs 16] [--budget 1000]
-                             [--oracle page|value] [--rank 300,600]
+                             [--oracle page|value] [--rank 300,600] [--jobs 2]
 
 DIR holds TARGET.joblib for each target (``scrapy train ... --exclude-host
 'cornell|utexas|washington|wisc' -o DIR/TARGET.joblib``).
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import multiprocessing
 import random
 import statistics
 import sys
@@ -214,6 +215,42 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     return curve
 
 
+_SHARED: dict = {}  # what the worker processes of ``simulate_runs`` read (inherited by fork)
+
+
+def _one_run(run: int) -> tuple[list[int], dict[int, list[dict]]]:
+    """One seeded run with what ``simulate_runs`` shared: its curve and its rank probes."""
+    shared = _SHARED
+    quality: dict[int, list[dict]] = {mark: [] for mark in shared["marks"]}
+    probe = rank_probe(shared["marks"], shared["values"], quality) if shared["marks"] else None
+    curve = simulate(shared["web"], shared["model"], shared["relevance"], shared["seeds"], shared["budget"],
+                     shared["slots"], shared["margin"], run, shared["oracle"], shared["values"], probe)
+    return curve, quality
+
+
+def simulate_runs(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
+                  margin: float, runs: list[int], oracle: str = "off", values: dict[str, float] | None = None,
+                  marks: list[int] = (), jobs: int = 1) -> tuple[list[list[int]], dict[int, list[dict]]]:
+    """``simulate`` for each seed in ``runs`` (curves in that order) and the ``--rank`` probes at
+    ``marks``; with ``jobs`` > 1, in that many forked processes (a run is seeded, so the curves are
+    the same either way)."""
+    _SHARED.update(web=web, model=model, relevance=relevance, seeds=seeds, budget=budget, slots=slots,
+                   margin=margin, oracle=oracle, values=values, marks=list(marks))
+    try:
+        if jobs > 1 and len(runs) > 1:
+            with multiprocessing.get_context("fork").Pool(min(jobs, len(runs))) as pool:
+                results = pool.map(_one_run, runs, chunksize=1)
+        else:
+            results = [_one_run(run) for run in runs]
+    finally:
+        _SHARED.clear()
+    quality: dict[int, list[dict]] = {mark: [] for mark in marks}
+    for _, probes in results:
+        for mark, rows in probes.items():
+            quality[mark].extend(rows)
+    return [curve for curve, _ in results], quality
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))
@@ -226,6 +263,8 @@ def main(argv=None) -> int:
     parser.add_argument("--margin", type=float, default=0.25, help="patience margin (default 0.25)")
     parser.add_argument("--oracle", choices=("off", "page", "value"), default="off",
                         help="page: labels score pages; value: true future values order the frontier")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="runs at once, in forked processes (default 1; the figures do not change)")
     parser.add_argument("--rank", default="", metavar="N,N",
                         help="also report how well the priorities rank the frontier after N requests")
     args = parser.parse_args(argv)
@@ -248,11 +287,8 @@ def main(argv=None) -> int:
         relevance = Relevance(labels, [target], web.same)
         reachable = len(reachable_relevant(web.graph, SEEDS, relevance))
         values = oracle_values(web.graph, relevance) if args.oracle == "value" or marks else None
-        quality: dict[int, list[dict]] = {mark: [] for mark in marks}
-        curves = []
-        for run in range(1, args.runs + 1):
-            curves.append(simulate(web, model, relevance, SEEDS, args.budget, args.slots, args.margin, run, args.oracle,
-                                   values, rank_probe(marks, values, quality) if marks else None))
+        curves, quality = simulate_runs(web, model, relevance, SEEDS, args.budget, args.slots, args.margin,
+                                        list(range(1, args.runs + 1)), args.oracle, values, marks, args.jobs)
         for mark, rows in quality.items():
             if rows:
                 ranking.append(f"| {target} | {mark} | {np.nanmean([r['auc'] for r in rows]):.3f} | "

@@ -47,11 +47,20 @@ def demo_model(demo_web, demo_files):
 
 
 def load_bench(name: str):
-    """A script of ``bench/`` (not a package) as a module, for tests of its parts."""
+    """A script of ``bench/`` (not a package) as a module, for tests of its parts. It is registered
+    in ``sys.modules`` (once), so what it hands to worker processes pickles by name."""
+    module_name = f"focuscrawl_bench_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
     path = Path(__file__).resolve().parents[1] / "bench" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"focuscrawl_bench_{name}", path)
+    spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
     return module
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from focuscrawl.relevance import TopicModel
 from focuscrawl.replay.metrics import Relevance, load_labels, reachable_relevant
 
@@ -75,3 +77,21 @@ def test_frontier_quality_scores_how_priorities_rank_the_frontier(demo_web, demo
         sim.simulate(web, TopicModel.load(demo_model), relevance, demo_web.seeds, 80, 8, 0.25, run,
                      probe=sim.rank_probe([60, 20], oracle, quality))
     assert [len(rows) for rows in quality.values()] == [2, 2]
+
+
+def test_runs_in_parallel_give_the_same_figures(demo_web, demo_files, demo_model):
+    """--jobs: seeded runs forked into worker processes give the curves and rank probes of the
+    same runs one after another, in the order of the seeds."""
+    sim = load_bench("simulate")
+    web = sim.Web(demo_files["warc"], None)
+    model = TopicModel.load(demo_model)
+    relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
+    values = sim.oracle_values(web.graph, relevance)
+    args = (web, model, relevance, demo_web.seeds, 60, 8, 0.25, [3, 1, 2], "off", values, [20, 40])
+    one_by_one = sim.simulate_runs(*args, jobs=1)
+    forked = sim.simulate_runs(*args, jobs=2)
+    assert forked[0] == one_by_one[0]
+    assert json.dumps(forked[1]) == json.dumps(one_by_one[1])  # AUC may be NaN, which equals nothing
+    curves, quality = forked
+    assert curves[1] == sim.simulate(web, model, relevance, demo_web.seeds, 60, 8, 0.25, 1)
+    assert [len(rows) for rows in quality.values()] == [3, 3]
