@@ -111,7 +111,9 @@ def plot_curves(report: dict, path: str) -> None:
         ax.plot(range(1, len(run["curve"]) + 1), run["curve"], color="tab:blue", alpha=0.25, linewidth=0.8)
     for name in CRAWLERS:
         curve = report["crawlers"][name]["curve"]
-        title = f"{TITLES[name]} (mean of {len(report['runs'])})" if name == "focuscrawl" and "runs" in report else TITLES[name]
+        title = TITLES[name]
+        if name == "focuscrawl" and "runs" in report:
+            title += f" (mean of {len(report['runs'])})"
         ax.plot(range(1, len(curve) + 1), curve, label=title)
     ax.axhline(report["reachable_relevant"], color="grey", linestyle=":", linewidth=1,
                label="reachable relevant")
@@ -184,7 +186,8 @@ class Command(FocusCommand):
         parser.add_argument("--seeds", metavar="SEEDS", help="a seeds file (one URL a line) or URL[,URL]")
         parser.add_argument("--model", metavar="MODEL", help="the topic model for the crawl (see `scrapy train`)")
         parser.add_argument("--budget", metavar="N", help="requests the crawl may make (robots.txt not counted)")
-        parser.add_argument("--aliases", metavar="FILE.tsv", help="url<TAB>same_as lines, each naming two URLs of one page")
+        parser.add_argument("--aliases", metavar="FILE.tsv",
+                            help="url<TAB>same_as lines, each naming two URLs of one page")
         parser.add_argument("-o", "--output", metavar="FILE", help="write the report as JSON to FILE")
         parser.add_argument("--plot", metavar="FILE.png", help="draw relevant pages found vs requests")
         parser.add_argument("--runs", default="1", metavar="K",
