@@ -128,6 +128,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     seeds = list(seeds)
     rng.shuffle(seeds)
     learner = LinkRewardLearner(link_model=model.link_pipeline is not None)  # as the scheduler's
+    learner.use_link_model(model.link_pipeline is not None, model.learner_priors)
     hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
     deny = set(FOCUS_DENY_EXTENSIONS)
     frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)

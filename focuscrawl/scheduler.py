@@ -119,7 +119,8 @@ class FocusScheduler:
         sig.connect(self._on_item_done, signal=signals.item_dropped)
         model = getattr(spider, "model", None)  # the focused spider's topic model (links' scores)
         if model is not None:
-            self.learner.use_link_model(getattr(model, "link_pipeline", None) is not None)
+            self.learner.use_link_model(getattr(model, "link_pipeline", None) is not None,
+                                        getattr(model, "learner_priors", None))
         if self.jobdir:
             self.job = JobDir(self.jobdir)
             self._restoring = True

@@ -84,6 +84,19 @@ def host_key(url: str) -> str:
     return f"{host}:{port}"
 
 
+def is_part_of(url: str, page: str) -> bool:
+    """``url`` lies in the directory of ``page`` or below it, on the same host: one of the page's
+    parts (a course's syllabus and homework, a section's articles). A page at the top of its host
+    has no parts: everything on the host would be one."""
+    try:
+        target, source = urlsplit(url), urlsplit(page)
+    except ValueError:
+        return False
+    directory = source.path[:source.path.rfind("/") + 1]
+    return (directory not in ("", "/") and host_key(url) == host_key(page)
+            and target.path.startswith(directory) and target.path != source.path)
+
+
 def robots_url(url: str) -> str:
     """Where the robots.txt that governs ``url`` lives."""
     parts = urlsplit(url)

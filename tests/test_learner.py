@@ -209,3 +209,27 @@ def test_links_on_a_seed_page_start_above_the_same_links_deeper():
     deeper = link_features(LinkContext("http://a.test/courses.html", "courses", "", "http://a.test/", 0.1, 3))
     url = "http://a.test/courses.html"
     assert learner.score(on_seed, url, "http://a.test/") > learner.score(deeper, url, "http://a.test/") + 0.4
+
+
+def test_a_found_pages_parts_are_a_feature_whose_start_the_topic_model_sets():
+    """``part_of_hit``: a link from a page the learner counted as found (hops 0) into that page's
+    own directory. Its starting weight comes from the topic model (measured on its training web:
+    a course's homework is no course page, a section's articles are on its topic)."""
+    def names(url, parent, hops):
+        return {name for name, _ in link_features(LinkContext(url, "", "", parent, 0.9, 2, hops, 0.5))}
+
+    course = "http://cs.test/cs537/index.html"
+    assert "part_of_hit" in names("http://cs.test/cs537/hw1.html", course, 0)
+    assert "part_of_hit" not in names("http://cs.test/cs537/hw1.html", course, 1)  # parent not found
+    assert "part_of_hit" not in names("http://cs.test/people/ann.html", course, 0)  # not below it
+    assert "part_of_hit" not in names("http://other.test/cs537/hw1.html", course, 0)
+    part = link_features(LinkContext("http://cs.test/cs537/hw1.html", "", "", course, 0.9, 2, 0, 0.5))
+    plain = LinkRewardLearner(exploration=0.0)
+    told = LinkRewardLearner(exploration=0.0)
+    told.use_link_model(True, {"part_of_hit": -0.3})
+    assert told.score(part, "http://cs.test/cs537/hw1.html") == pytest.approx(
+        plain.score(part, "http://cs.test/cs537/hw1.html") - 0.3, abs=1e-6)
+    told.observe("http://cs.test/cs537/hw1.html", course, part, 0.0, False)
+    learned = told.model.coef_.copy()
+    told.use_link_model(True, {"part_of_hit": 0.5})  # a learner that has learned keeps its weights
+    assert (told.model.coef_ == learned).all()

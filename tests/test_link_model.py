@@ -17,7 +17,7 @@ from warcio.warcwriter import WARCWriter
 from focuscrawl.relevance import ModelError, TopicModel, load_examples, train_topic_model
 from focuscrawl.relevance.linear import LinearScorer
 from focuscrawl.learning.features import digit_shapes
-from focuscrawl.relevance.links import MISSING, LinkedWeb, LinkExample, train_link_model
+from focuscrawl.relevance.links import MISSING, LinkedWeb, LinkExample, part_prior, train_link_model
 
 COURSE_WORDS = "syllabus lecture homework exam assignment midterm grading textbook".split()
 OTHER_WORDS = "research publications project funding laboratory group paper conference".split()
@@ -88,6 +88,31 @@ def test_linked_web_labels_links_by_their_targets():
     labels = {"http://a.example/cs1": "course", "http://a.example/hub": "other"}
     links = web.examples(labels.get, keep_url=lambda url: "b.example" not in url)
     assert [(link.anchor, link.label) for link in links] == [("CS 1", "course"), ("old", "course"), ("pics", MISSING)]
+    assert {link.source_label for link in links} == {"other"}
+    assert [link.part for link in links] == [False, False, False]  # the hub is at the top of its host
+
+
+def test_part_prior_says_how_a_found_pages_parts_pay_off_on_the_training_web():
+    """WebKB's kind of web: a course page's parts (homework, syllabus) are not course pages, its
+    other links often are; the demo's kind: a section's parts are on its topic too."""
+    def links(part_on_topic: bool, n: int = 30) -> list[LinkExample]:
+        out = []
+        for i in range(n):
+            out.append(LinkExample("hw", "", f"http://a.test/c{i}/hw.html", "course" if part_on_topic else MISSING,
+                                   "course", True))
+            out.append(LinkExample("CS", "", f"http://a.test/c{i + 100}/", "course" if i % 2 else "other",
+                                   "course", False))
+            out.append(LinkExample("x", "", f"http://b.test/{i}", "course", "other", False))  # not from a course page
+        return out
+
+    scores = np.full(90, 0.6)
+    homework = part_prior(links(False), scores, ["course"])
+    assert homework["parts"] == {"links": 30, "on_topic": 0} and homework["others"] == {"links": 30, "on_topic": 15}
+    assert homework["weight"] == pytest.approx(-0.2 - 0.5)  # waste against half on topic
+    sections = part_prior(links(True), scores, ["course"])
+    assert sections["weight"] == pytest.approx(1.0 - 0.5)
+    assert part_prior(links(True), np.full(90, 0.2), ["course"])["weight"] is None  # links rated too low
+    assert part_prior(links(True, n=5), np.full(15, 0.6), ["course"])["weight"] is None  # too few
 
 
 def test_warc_examples_carry_their_links_and_host_filters_apply(recorded):
@@ -177,7 +202,11 @@ def test_train_command_reports_the_link_model(recorded, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "link model: 192 labelled links, 48 to positive pages, 96 to pages never recorded" in result.stdout
     assert "average precision" in result.stdout
-    assert TopicModel.load(tmp_path / "m.joblib").link_pipeline is not None
+    assert "a found page's parts: the learner starts at none (too few links)" in result.stdout
+    model = TopicModel.load(tmp_path / "m.joblib")
+    assert model.link_pipeline is not None and model.learner_priors == {}
+    model.metadata["links"]["part_prior"]["weight"] = -0.3
+    assert model.learner_priors == {"part_of_hit": -0.3}
     result = subprocess.run([*base, "-o", "n.joblib", "--no-link-model"], cwd=tmp_path, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -63,3 +63,16 @@ def test_host_and_path_read_without_urlsplit_are_urlsplits():
         except ValueError:
             continue
         assert urls.path_segments(url) == expected, url
+
+
+def test_a_pages_parts_are_in_its_directory_on_its_host():
+    course = "http://cs.test/~ann/cs537/index.html"
+    assert urls.is_part_of("http://cs.test/~ann/cs537/hw1.html", course)
+    assert urls.is_part_of("http://cs.test/~ann/cs537/notes/week2.html", course)
+    assert not urls.is_part_of(course, course)  # itself
+    assert not urls.is_part_of("http://cs.test/~ann/cv.html", course)  # beside its directory
+    assert not urls.is_part_of("http://www.cs.test/~ann/cs537/hw1.html", course)  # another host
+    # a page at the top of its host has no parts: everything there would be one
+    assert not urls.is_part_of("http://cs.test/people/", "http://cs.test/index.html")
+    assert urls.is_part_of("http://cs.test/courses/cs101.html", "http://cs.test/courses/")
+    assert not urls.is_part_of("http://[broken/x", course)

@@ -110,6 +110,13 @@ def _print_link_report(links: dict | None) -> None:
         cv = links["cv"]
         print(f"  cross-validated ({cv['folds']} folds): average precision {cv['average_precision']:.3f} "
               f"(base rate {cv['base_rate']:.3f})")
+    prior = links.get("part_prior")
+    if prior and not links.get("skipped"):
+        parts, others = prior["parts"], prior["others"]
+        found = (f"links from positive pages rated >= {prior['min_score']}: into the page's own directory "
+                 f"{parts['on_topic']} of {parts['links']} on topic, elsewhere {others['on_topic']} of {others['links']}")
+        weight = "none (too few links)" if prior["weight"] is None else f"{prior['weight']:+.3f}"
+        print(f"  a found page's parts: the learner starts at {weight} ({found})")
 
 
 def _folds(value: str) -> int:

@@ -238,12 +238,14 @@ class LinkRewardLearner:
         self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
         self._dynamic_index = {name: self.model.index(name) for name in DYNAMIC_FEATURES}
 
-    def use_link_model(self, present: bool) -> None:
-        """Start from LINK_PRIORS for where the links' scores come from (the crawl's topic model is
-        known only once the spider opens). A learner that has learned keeps its weights."""
+    def use_link_model(self, present: bool, priors: dict[str, float] | None = None) -> None:
+        """Start from LINK_PRIORS for where the links' scores come from, and from ``priors``, the
+        starting weights the topic model measured on its training web (``TopicModel.
+        learner_priors``: how a found page's parts pay off there). The crawl's topic model is known
+        only once the spider opens. A learner that has learned keeps its weights."""
         if self.observations:
             return
-        for name, weight in LINK_PRIORS[bool(present)].items():
+        for name, weight in {**LINK_PRIORS[bool(present)], **(priors or {})}.items():
             self.model.coef_[self.model.index(name)] = weight
 
     # --- scoring ------------------------------------------------------------------------------

@@ -31,13 +31,17 @@ from sklearn.pipeline import Pipeline
 from w3lib.url import canonicalize_url
 
 from focuscrawl.learning.features import STOPWORDS, digit_shapes, words
-from focuscrawl.urls import extension, url_tokens
+from focuscrawl.urls import extension, is_part_of, url_tokens
 
 #: The label of a link whose target the training web never answered (it leads nowhere).
 MISSING = "(not recorded)"
 #: Fewer positive links than this and no link model is trained (the topic model reads links).
 MIN_POSITIVE_LINKS = 10
 MAX_REDIRECTS = 5
+#: ``part_prior`` reads the links the link model rates at least this (out of fold)...
+PART_PRIOR_MIN_SCORE = 0.4
+#: ...and needs this many parts and as many other links among them.
+PART_PRIOR_MIN_LINKS = 20
 
 LinkDocument = tuple[str, str, str]  # anchor, context, absolute URL
 
@@ -76,6 +80,8 @@ class LinkExample:
     context: str
     url: str
     label: str  # the target's label, or MISSING
+    source_label: str | None = None  # the label of the page the link is on, if it has one
+    part: bool = False  # the target lies in the source page's directory (``urls.is_part_of``)
 
     @property
     def document(self) -> LinkDocument:
@@ -112,12 +118,13 @@ class LinkedWeb:
         for page_url, links in self.pages:
             if not keep_url(page_url):
                 continue
+            source_label = label_of(label_key(page_url))
             for anchor, context, url in links:
                 if not keep_url(url):
                     continue
                 label = self._target_label(url, label_of)
                 if label is not None:
-                    out.append(LinkExample(anchor, context, url, label))
+                    out.append(LinkExample(anchor, context, url, label, source_label, is_part_of(url, page_url)))
         return out
 
     def _target_label(self, url: str, label_of) -> str | None:
@@ -140,6 +147,38 @@ def label_key(url: str) -> str:
         return url
 
 
+def part_prior(links: list[LinkExample], scores: np.ndarray, positive_labels: list[str]) -> dict:
+    """What the training web says about a found page's parts, as a starting weight for the
+    learner's ``part_of_hit`` feature.
+
+    Whether a link from an on-topic page into that page's own directory leads on topic depends
+    on the web: a course's syllabus and homework are not course pages (WebKB), a magazine
+    section's articles are on the section's topic (the demo web). The link model reads a link's
+    words, not where it stands, so it rates both kinds alike. Over the links from on-topic pages
+    that it rates at least PART_PRIOR_MIN_SCORE (those that compete for the top of the frontier),
+    the weight is how much more (or less) a part's target was worth to the learner than another
+    link's, beyond what its link score already says: the difference between the two groups' mean
+    residual ``reward - LINK_PRIORS' link_score weight x score``, where a target on topic is worth
+    1, another page 0 and a URL never recorded the waste reward. Fewer than PART_PRIOR_MIN_LINKS
+    links in either group: no weight (None)."""
+    from focuscrawl.learning.learner import LINK_PRIORS, WASTE_REWARD
+
+    reward = np.array([1.0 if link.label in positive_labels else WASTE_REWARD if link.label == MISSING else 0.0
+                       for link in links])
+    chosen = np.array([link.source_label in positive_labels for link in links], dtype=bool) & (scores >= PART_PRIOR_MIN_SCORE)
+    part = np.array([link.part for link in links], dtype=bool)
+    residual = reward - LINK_PRIORS[True]["link_score"] * scores
+    groups = {"parts": chosen & part, "others": chosen & ~part}
+    report = {name: {"links": int(mask.sum()), "on_topic": int((reward[mask] == 1.0).sum())}
+              for name, mask in groups.items()}
+    weight = None
+    if min(int(mask.sum()) for mask in groups.values()) >= PART_PRIOR_MIN_LINKS:
+        weight = float(np.clip(residual[groups["parts"]].mean() - residual[groups["others"]].mean(), -1.0, 1.0))
+    report["weight"] = None if weight is None else round(weight, 3)
+    report["min_score"] = PART_PRIOR_MIN_SCORE
+    return report
+
+
 def train_link_model(links: list[LinkExample], positive_labels: list[str], cv_folds: int = 5,
                      random_state: int = 0) -> tuple[Pipeline | None, dict]:
     """Fit the link model; the report says how many links taught it and how well it ranks
@@ -159,4 +198,8 @@ def train_link_model(links: list[LinkExample], positive_labels: list[str], cv_fo
         proba = cross_val_predict(build_link_pipeline(len(docs)), docs, y, cv=splitter, method="predict_proba")[:, 1]
         report["cv"] = {"folds": folds, "average_precision": float(average_precision_score(y, proba)),
                         "base_rate": n_pos / len(y)}
-    return build_link_pipeline(len(docs)).fit(docs, y), report
+    pipeline = build_link_pipeline(len(docs)).fit(docs, y)
+    if folds < 2:  # no held-out scores: the fitted model's own (optimistic) ones
+        proba = pipeline.predict_proba(docs)[:, 1]
+    report["part_prior"] = part_prior(links, proba, positive_labels)
+    return pipeline, report

@@ -106,6 +106,13 @@ class TopicModel:
         return list(self.metadata.get("positive_labels", []))
 
     @property
+    def learner_priors(self) -> dict[str, float]:
+        """Starting weights for the link learner that training measured on the training web (see
+        ``links.part_prior``); empty for a model trained without links or before they existed."""
+        prior = ((self.metadata.get("links") or {}).get("part_prior") or {}).get("weight")
+        return {"part_of_hit": float(prior)} if isinstance(prior, (int, float)) else {}
+
+    @property
     def even_odds_score(self) -> float:
         """The score at which a page is as likely on topic as not, at the base rate the model was
         trained on. The classifier is trained class-balanced, as if half of all pages were on
