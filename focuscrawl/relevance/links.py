@@ -31,6 +31,7 @@ from sklearn.pipeline import Pipeline
 from w3lib.url import canonicalize_url
 
 from focuscrawl.learning.features import STOPWORDS, digit_shapes, words
+from focuscrawl.learning.learner import LINK_PRIORS, WASTE_REWARD
 from focuscrawl.urls import extension, is_part_of, url_tokens
 
 #: The label of a link whose target the training web never answered (it leads nowhere).
@@ -161,11 +162,10 @@ def part_prior(links: list[LinkExample], scores: np.ndarray, positive_labels: li
     residual ``reward - LINK_PRIORS' link_score weight x score``, where a target on topic is worth
     1, another page 0 and a URL never recorded the waste reward. Fewer than PART_PRIOR_MIN_LINKS
     links in either group: no weight (None)."""
-    from focuscrawl.learning.learner import LINK_PRIORS, WASTE_REWARD
-
     reward = np.array([1.0 if link.label in positive_labels else WASTE_REWARD if link.label == MISSING else 0.0
                        for link in links])
-    chosen = np.array([link.source_label in positive_labels for link in links], dtype=bool) & (scores >= PART_PRIOR_MIN_SCORE)
+    from_topic = np.array([link.source_label in positive_labels for link in links], dtype=bool)
+    chosen = from_topic & (scores >= PART_PRIOR_MIN_SCORE)
     part = np.array([link.part for link in links], dtype=bool)
     residual = reward - LINK_PRIORS[True]["link_score"] * scores
     groups = {"parts": chosen & part, "others": chosen & ~part}
