@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 from focuscrawl.urls import canonicalize, extension, host_key, is_part_of, url_tokens
 
+#: The feature of a link from a page the learner counted as found into that page's own directory
+#: (one of its parts). ``scrapy train`` measures its starting weight (``TopicModel.learner_priors``).
+PART_OF_HIT = "part_of_hit"
+
 WORD = re.compile(r"[^\W\d_]{2,30}", re.UNICODE)
 ALNUM = re.compile(r"[^\W_]+", re.UNICODE)
 DIGIT_RUN = re.compile(r"\d+")
@@ -107,7 +111,7 @@ def link_features(link: LinkContext) -> tuple[tuple[str, float], ...]:
         same_host = link.parent_url is not None and host_key(link.parent_url) == host_key(link.url)
         feats.append(("same_host" if same_host else "cross_host", 1.0))
         if same_host and link.hops_since_relevant == 0 and is_part_of(link.url, link.parent_url):
-            feats.append(("part_of_hit", 1.0))  # one of a found page's parts (LinkRewardLearner.use_link_model)
+            feats.append((PART_OF_HIT, 1.0))
     if link.link_score is not None:
         feats.append(("link_score", float(link.link_score)))
         feats.append(("ls:%d" % min(9, int(link.link_score * 10)), 1.0))

@@ -32,6 +32,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import Pipeline
 
 import focuscrawl
+from focuscrawl.learning.features import PART_OF_HIT
 from focuscrawl.relevance.linear import LinearScorer
 from focuscrawl.relevance.links import train_link_model
 from focuscrawl.urls import url_tokens
@@ -110,7 +111,7 @@ class TopicModel:
         """Starting weights for the link learner that training measured on the training web (see
         ``links.part_prior``); empty for a model trained without links or before they existed."""
         prior = ((self.metadata.get("links") or {}).get("part_prior") or {}).get("weight")
-        return {"part_of_hit": float(prior)} if isinstance(prior, (int, float)) else {}
+        return {PART_OF_HIT: float(prior)} if isinstance(prior, (int, float)) else {}
 
     @property
     def even_odds_score(self) -> float:
