@@ -16,7 +16,7 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from focuscrawl.commands.evaluate import crawl_command, evaluate_log, evaluate_logs, format_table, plot_curves
+from focuscrawl.commands.evaluate import crawl_command, evaluate_logs, format_table, plot_curves
 from focuscrawl.replay import RecordedWeb, ReplayProxy
 from focuscrawl.replay.linkgraph import LinkGraph, SamePage
 from focuscrawl.replay.metrics import Relevance
@@ -69,7 +69,7 @@ def scored(tmp_path):
         fetch_through(proxy, [f"{H}/robots.txt", f"{H}/", f"{H}/b", f"{H}/old", f"{H}/t2", f"{H}/gone",
                               f"{H}/a", f"{H}/t1copy", f"{H}/t1"])
         log = proxy.log
-    return evaluate_log(log, graph, relevance, [f"{H}/"], budget=6, random_runs=3)
+    return evaluate_logs([log], graph, relevance, [f"{H}/"], budget=6, random_runs=3)
 
 
 def test_evaluate_log_scores_the_crawl_and_the_baselines(scored):
@@ -100,7 +100,7 @@ def test_a_real_log_of_the_bfs_order_scores_exactly_like_the_bfs_simulation():
     assert [status for _, status in order] == [200, 200, 200, 404, 200, 301, 200, 200]
     with ReplayProxy(web) as proxy:
         fetch_through(proxy, [url for url, _ in order])
-        report = evaluate_log(proxy.log, graph, relevance, [f"{H}/"], budget=8, random_runs=2)
+        report = evaluate_logs([proxy.log], graph, relevance, [f"{H}/"], budget=8, random_runs=2)
     assert [r for r in report["crawlers"]["focuscrawl"]["curve"]] == report["crawlers"]["bfs"]["curve"]
     assert report["crawlers"]["bfs"]["curve"] == [0, 0, 0, 0, 1, 1, 1, 2]
 

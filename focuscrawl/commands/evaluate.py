@@ -37,18 +37,12 @@ CRAWLERS = ("focuscrawl", "bfs", "random", "oracle")
 TITLES = {"focuscrawl": "focuscrawl", "bfs": "BFS", "random": "random", "oracle": "oracle"}
 
 
-def evaluate_log(log: list[dict], graph: LinkGraph, relevance: Relevance, seeds: list[str],
-                 budget: int, random_runs: int = 10) -> dict:
-    """The report: the crawl's log (first ``budget`` counted requests) and the three baselines,
-    each with its found curve and harvest@N / recall@N at the report points."""
-    return evaluate_logs([log], graph, relevance, seeds, budget, random_runs)
-
-
 def evaluate_logs(logs: list[list[dict]], graph: LinkGraph, relevance: Relevance, seeds: list[str],
                   budget: int, random_runs: int = 10) -> dict:
-    """``evaluate_log`` for several crawls of the same web (a replayed crawl's order depends on
-    timing, so one run can mislead): "focuscrawl" is their mean curve, and with more than one
-    crawl "runs" holds each crawl's own scores and curve."""
+    """The report: the crawls' logs (first ``budget`` counted requests each) and the three
+    baselines, each with its found curve and harvest@N / recall@N at the report points. With
+    several crawls of the same web (a replayed crawl's order depends on timing, so one run can
+    mislead), "focuscrawl" is their mean curve and "runs" holds each crawl's own scores and curve."""
     reach = len(reachable_relevant(graph, seeds, relevance))
     points = report_points(budget)
     runs = [found_curve(counted_requests(log)[:budget], relevance) for log in logs]
