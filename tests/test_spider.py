@@ -3,10 +3,12 @@
 import pytest
 from scrapy import Request
 from scrapy.http import HtmlResponse
+from scrapy.utils.misc import is_generator_with_return_value
 from scrapy.utils.test import get_crawler
 
 from focuscrawl import signals as focus_signals
 from focuscrawl.relevance import TopicModel
+from focuscrawl.scheduler import FocusScheduler
 from focuscrawl.spiders.focused import FocusedSpider
 
 PAGE = b"""<html><head><title>Astronomy lecture notes</title></head><body>
@@ -93,3 +95,14 @@ def test_the_link_that_led_to_a_page_is_evidence_for_the_item_and_the_learner(de
     assert off["hit"] is False and not off_page.relevant and off_page.score == off_page.page_score
     assert off_page.link_score == 0.99  # still recorded
     assert off_links[0].meta["focus_link"]["parent_score"] == pytest.approx(model.probability(page.page_score), abs=1e-4)
+
+
+@pytest.mark.parametrize("callback", [
+    FocusedSpider.parse, FocusedSpider.parse_sitemap, FocusedSpider.fetch_failed,
+    FocusScheduler._head_checked, FocusScheduler._head_failed, FocusScheduler._robots_fetched,
+    FocusScheduler._robots_failed,
+])
+def test_no_callback_is_a_generator_that_returns_a_value(callback):
+    """Scrapy would drop such a value silently. Its own per-response check is off
+    (WARN_ON_GENERATOR_RETURN_VALUE, for speed), so the check is made here, once."""
+    assert not is_generator_with_return_value(callback)
