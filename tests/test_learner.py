@@ -82,12 +82,31 @@ def test_with_a_link_model_the_links_score_counts_more_than_its_parents():
 
 def test_exploration_bonus_shrinks_with_evidence():
     learner = LinkRewardLearner(exploration=0.4)
-    fresh = learner.bonus("http://new.test/a/x.html")
+    fresh = learner.bonus("http://new.test/a/x.html", "http://new.test/list.html")
     for i in range(20):
-        learner.observe(f"http://old.test/a/{i}.html", None, None, 0.0, False)
-    assert learner.bonus("http://old.test/a/y.html") < fresh / 3
+        learner.observe(f"http://old.test/a/{i}.html", "http://old.test/list.html", None, 0.0, False)
+    assert learner.bonus("http://old.test/a/y.html", "http://old.test/list.html") < fresh / 3
     # an unseen host keeps most of its bonus (one new host seen so far: little pooled evidence)
-    assert learner.bonus("http://new.test/a/x.html") > 2 * learner.bonus("http://old.test/a/y.html")
+    assert (learner.bonus("http://new.test/a/x.html", "http://new.test/list.html")
+            > 2 * learner.bonus("http://old.test/a/y.html", "http://old.test/list.html"))
+
+
+def test_a_page_none_of_whose_links_was_tried_gets_its_links_a_bonus():
+    """The page a link was found on is a place too: on one host and prefix, a link from a list
+    whose links were tried keeps less of its bonus than one from a list never tried, and the gap
+    grows with the tries."""
+    learner = LinkRewardLearner(exploration=0.3)
+    for i in range(30):
+        learner.observe(f"http://a.test/people/{i}.html", "http://a.test/other.html", None, 0.0, False)
+    gaps = []
+    for i in range(6):
+        learner.observe(f"http://a.test/people/l{i}.html", "http://a.test/list.html", None, 0.0, False)
+        gaps.append(learner.bonus("http://a.test/people/x.html", "http://a.test/other-list.html")
+                    - learner.bonus("http://a.test/people/y.html", "http://a.test/list.html"))
+    assert 0 < gaps[0] < gaps[-1] < 0.3
+    items = [(learner.vectorise([("bias", 1.0)]), "http://a.test/people/y.html", parent)
+             for parent in ("http://a.test/list.html", "http://a.test/other-list.html", None)]
+    assert learner.score_many(items) == pytest.approx([learner.score(*item) for item in items], abs=1e-12)
 
 
 def test_version_moves_as_the_learner_learns():

@@ -2,8 +2,8 @@
 
 Every link gets a predicted reward: a linear model over hashed link features plus the current
 yield of its host and path prefix, plus an exploration bonus that shrinks as evidence about the
-host and prefix accumulates (a UCB-style bandit), so the crawl neither sticks to one site nor
-scatters.
+host, the prefix and the page the link was found on accumulates (a UCB-style bandit), so the crawl
+neither sticks to one site nor scatters, and tries a list before it judges all of the list's links.
 
 When a fetched page is scored, the link that led to it is trained toward the page's value, and
 credit flows back along the path (as in Rennie & McCallum's Q-values): a page's value is its own
@@ -282,11 +282,21 @@ class LinkRewardLearner:
 
     def bonus(self, url: str, parent: str | None = None) -> float:
         """Optimism under uncertainty: places we know little about get a bonus that shrinks as
-        their yield becomes known."""
+        their yield becomes known. The places are the link's host, its path prefix and the page it
+        was found on (its siblings): a list of people whose pages are worth a look for courses, say
+        at a site without a course list, reads as poorly as any other list until one or two of its
+        links have been tried (BENCHMARKS.md 1b-13)."""
         return self._bonus_at(*self._places(url, parent))
 
     def _bonus_at(self, host: _Yield, prefix: _Yield, siblings: _Yield | None = None) -> float:
+        return self._place_bonus(host, prefix) + self._sibling_bonus(siblings)
+
+    def _place_bonus(self, host: _Yield, prefix: _Yield) -> float:
         return self.exploration * (host.uncertainty() + prefix.uncertainty())
+
+    def _sibling_bonus(self, siblings: _Yield | None) -> float:
+        """The bonus of the page a link was found on: largest while none of its links was fetched."""
+        return self.exploration * (siblings or _UNSEEN).uncertainty()
 
     def vectorise(self, features: Features) -> Vector:
         return self.model.vectorise(features)
@@ -348,9 +358,10 @@ class LinkRewardLearner:
                 host = self.hosts.get(host_name) or self._unseen_host
                 prefix = self.prefixes.get(prefix_name, _UNSEEN)
                 place = places[prefix_name] = (_weighted(self._place_features(host, prefix), weights),
-                                               self._bonus_at(host, prefix))
+                                               self._place_bonus(host, prefix))
             siblings = self.children.get(parent) if parent else None
-            out.append(_weighted(self._sibling_features(siblings), weights, place[0]) + place[1])
+            out.append(_weighted(self._sibling_features(siblings), weights, place[0]) + place[1]
+                       + self._sibling_bonus(siblings))
         return out
 
     def _dynamic_weights(self) -> dict[str, float]:
