@@ -44,9 +44,10 @@ REMOTE_CONTROL_ENABLED = False  # a crawler opens no listening ports unless aske
 # Spider output is processed by this many concurrent workers per response; Scrapy's default (100)
 # spends more on creating workers than a page's item and links need.
 CONCURRENT_ITEMS = 16
-# Scrapy checks every callback for a generator that returns a value by reading its source, on every
-# response: a bound method misses its cache. About 5% of a crawl's requests per second (BENCHMARKS.md
-# section 2); tests/test_spider.py makes the same check once on every callback focuscrawl uses.
+# Scrapy checks every callback for a generator that returns a value by reading and parsing its
+# source, on every response: a bound method misses its cache (about 1% of a crawl's time in a
+# profile, BENCHMARKS.md section 2). tests/test_spider.py makes the same check once on every
+# callback focuscrawl uses.
 WARN_ON_GENERATOR_RETURN_VALUE = False
 HTTPERROR_ALLOW_ALL = True  # every status reaches the spider, so every fetch is recorded and learned from
 AUTOTHROTTLE_ENABLED = False  # the adaptive per-host delay replaces it

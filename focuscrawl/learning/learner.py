@@ -346,10 +346,12 @@ class LinkRewardLearner:
 
     def _dynamic_values(self, urls: Sequence[str], parents: Sequence[str | None]) -> list[float]:
         """The dynamic evidence and exploration bonus of each link, as ``score`` adds them. The host
-        and prefix part is worked out once per prefix (links of a batch share them) and the
-        siblings' part added after it, in the order ``_dynamic_value`` sums them (equal floats)."""
+        and prefix part is worked out once per prefix and the siblings' part once per parent page
+        (links of a batch share them), and they are summed in the order ``score`` sums them (equal
+        floats)."""
         weights = self._dynamic_weights()
         places: dict[str, tuple[float, float]] = {}  # prefix (host + "/" ...) -> (evidence, bonus)
+        pages: dict[str | None, tuple[list, float]] = {}  # parent -> (sibling features, bonus)
         out = []
         for url, parent in zip(urls, parents):
             host_name, prefix_name = host_and_prefix(url)
@@ -359,9 +361,11 @@ class LinkRewardLearner:
                 prefix = self.prefixes.get(prefix_name, _UNSEEN)
                 place = places[prefix_name] = (_weighted(self._place_features(host, prefix), weights),
                                                self._place_bonus(host, prefix))
-            siblings = self.children.get(parent) if parent else None
-            out.append(_weighted(self._sibling_features(siblings), weights, place[0]) + place[1]
-                       + self._sibling_bonus(siblings))
+            page = pages.get(parent)
+            if page is None:
+                siblings = self.children.get(parent) if parent else None
+                page = pages[parent] = (self._sibling_features(siblings), self._sibling_bonus(siblings))
+            out.append(_weighted(page[0], weights, place[0]) + place[1] + page[1])
         return out
 
     def _dynamic_weights(self) -> dict[str, float]:
