@@ -288,7 +288,7 @@ class LinkRewardLearner:
         links have been tried (BENCHMARKS.md 1b-13)."""
         return self._bonus_at(*self._places(url, parent))
 
-    def _bonus_at(self, host: _Yield, prefix: _Yield, siblings: _Yield | None = None) -> float:
+    def _bonus_at(self, host: _Yield, prefix: _Yield, siblings: _Yield | None) -> float:
         return self._place_bonus(host, prefix) + self._sibling_bonus(siblings)
 
     def _place_bonus(self, host: _Yield, prefix: _Yield) -> float:
