@@ -16,7 +16,12 @@ It leaves out what only a real crawl has (download latency, robots.txt, the back
 re-scoring batches: here the whole frontier is re-scored when the learner's version moves),
 so use it to screen ideas and ``scrapy evaluate`` to report figures. The simulated crawl is
 chaotic too (which hub is found first decides a run): means of six runs move by +-4 points
-between identical set-ups, hence 16 runs by default; compare variants with 16-32.
+between identical set-ups, hence 16 runs by default; compare variants with 16-32. But the seed
+only shuffles the seeds and each round's responses, so the runs of one set-up follow nearly one
+trajectory, and a small change can move them all at once (BENCHMARKS.md 1b-14). ``--jitter SD``
+perturbs each round's choice, so the runs sample the neighbouring trajectories, as a real crawl's
+timing does: a gain that vanishes with it belongs to one trajectory. ``--version-every N`` sets
+the learner's re-scoring cadence (the scheduler's is ``learner.VERSION_EVERY``).
 
 ``--rank 300,600`` measures the learner itself, less noisily than recall: after that many requests,
 how well the priorities rank the URLs waiting in the frontier (ROC AUC for "is a relevant page",
@@ -31,6 +36,7 @@ reach under the same politeness shape.
 
     python bench/simulate.py --models DIR [--targets course,student] [--runs 16] [--budget 1000]
                              [--oracle page|value] [--rank 300,600] [--jobs 2]
+                             [--jitter 0.03] [--version-every 16]
 
 DIR holds TARGET.joblib for each target (``scrapy train ... --exclude-host
 'cornell|utexas|washington|wisc' -o DIR/TARGET.joblib``).
@@ -51,7 +57,7 @@ import numpy as np
 from sklearn.metrics import roc_auc_score
 
 from focuscrawl.learning import LinkContext, LinkRewardLearner, link_features
-from focuscrawl.learning.learner import page_reward
+from focuscrawl.learning.learner import VERSION_EVERY, page_reward
 from focuscrawl.parsing import parse_html
 from focuscrawl.relevance import TopicModel
 from focuscrawl.replay import RecordedWeb
@@ -120,14 +126,20 @@ def rank_probe(marks: list[int], values: dict[str, float], quality: dict[int, li
 
 def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
              margin: float, seed: int, oracle: str = "off", values: dict[str, float] | None = None,
-             probe=None) -> list[int]:
+             probe=None, version_every: int = VERSION_EVERY, jitter: float = 0.0) -> list[int]:
     """found(i) after each request, as ``metrics.found_curve`` counts it. ``oracle`` "page": the
     labels score pages; "value": ``values`` (``oracle_values``) order the frontier. ``probe(requests,
-    frontier, priority, learner)`` is called after each round (for diagnostics)."""
+    frontier, priority, learner)`` is called after each round (for diagnostics). ``version_every``:
+    observations per learner version, the cadence of re-scoring the frontier. ``jitter``: the
+    standard deviation of Gaussian noise added to each candidate's priority when a round is chosen
+    (not stored): without it, seeded runs differ only in the seeds' and the responses' order and
+    follow nearly one trajectory; with it, they sample the neighbouring ones, as a real crawl's
+    timing does, so a variant can be checked for a gain that only one trajectory has."""
     rng = random.Random(seed)
     seeds = list(seeds)
     rng.shuffle(seeds)
-    learner = LinkRewardLearner(link_model=model.link_pipeline is not None)  # as the scheduler's
+    learner = LinkRewardLearner(link_model=model.link_pipeline is not None,  # as the scheduler's
+                                version_every=version_every)
     learner.use_link_model(model.link_pipeline is not None, model.learner_priors)
     hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
     deny = set(FOCUS_DENY_EXTENSIONS)
@@ -197,9 +209,14 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
             vector, parent, _, _ = frontier[url]
             priority[url] = learner.score(vector, url, parent)
         chosen, hosts, best = [], set(), None
-        for url in heapq.nlargest(max(slots * 20, 200), frontier, key=priority.__getitem__):
-            best = priority[url] if best is None else best
-            if priority[url] < best - margin or len(chosen) >= slots:
+        candidates = heapq.nlargest(max(slots * 20, 200), frontier, key=priority.__getitem__)
+        seen_as = priority
+        if jitter:
+            seen_as = {url: priority[url] + rng.gauss(0.0, jitter) for url in candidates}
+            candidates.sort(key=seen_as.__getitem__, reverse=True)
+        for url in candidates:
+            best = seen_as[url] if best is None else best
+            if seen_as[url] < best - margin or len(chosen) >= slots:
                 break
             host = host_key(url)
             if host not in hosts:
@@ -225,18 +242,22 @@ def _one_run(run: int) -> tuple[list[int], dict[int, list[dict]]]:
     quality: dict[int, list[dict]] = {mark: [] for mark in shared["marks"]}
     probe = rank_probe(shared["marks"], shared["values"], quality) if shared["marks"] else None
     curve = simulate(shared["web"], shared["model"], shared["relevance"], shared["seeds"], shared["budget"],
-                     shared["slots"], shared["margin"], run, shared["oracle"], shared["values"], probe)
+                     shared["slots"], shared["margin"], run, shared["oracle"], shared["values"], probe,
+                     shared["version_every"], shared["jitter"])
     return curve, quality
 
 
 def simulate_runs(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
                   margin: float, runs: list[int], oracle: str = "off", values: dict[str, float] | None = None,
-                  marks: list[int] = (), jobs: int = 1) -> tuple[list[list[int]], dict[int, list[dict]]]:
+                  marks: list[int] = (), jobs: int = 1,
+                  version_every: int = VERSION_EVERY,
+                  jitter: float = 0.0) -> tuple[list[list[int]], dict[int, list[dict]]]:
     """``simulate`` for each seed in ``runs`` (curves in that order) and the ``--rank`` probes at
     ``marks``; with ``jobs`` > 1, in that many forked processes (a run is seeded, so the curves are
     the same either way)."""
     _SHARED.update(web=web, model=model, relevance=relevance, seeds=seeds, budget=budget, slots=slots,
-                   margin=margin, oracle=oracle, values=values, marks=list(marks))
+                   margin=margin, oracle=oracle, values=values, marks=list(marks), version_every=version_every,
+                   jitter=jitter)
     try:
         if jobs > 1 and len(runs) > 1:
             with multiprocessing.get_context("fork").Pool(min(jobs, len(runs))) as pool:
@@ -266,6 +287,12 @@ def main(argv=None) -> int:
                         help="page: labels score pages; value: true future values order the frontier")
     parser.add_argument("--jobs", type=int, default=1,
                         help="runs at once, in forked processes (default 1; the figures do not change)")
+    parser.add_argument("--version-every", type=int, default=VERSION_EVERY, metavar="N",
+                        help=f"learner observations per version, the cadence of re-scoring (default "
+                             f"{VERSION_EVERY}, the scheduler's)")
+    parser.add_argument("--jitter", type=float, default=0.0, metavar="SD",
+                        help="noise on priorities when a round is chosen, so runs sample neighbouring "
+                             "trajectories (default 0)")
     parser.add_argument("--rank", default="", metavar="N,N",
                         help="also report how well the priorities rank the frontier after N requests")
     args = parser.parse_args(argv)
@@ -278,7 +305,7 @@ def main(argv=None) -> int:
     labels = load_labels(webkb / "labels.tsv")
     points = [n for n in POINTS if n <= args.budget]
     print(f"{args.runs} runs per target, budget {args.budget}, {args.slots} slots, margin {args.margin}, "
-          f"oracle {args.oracle}")
+          f"oracle {args.oracle}, version every {args.version_every} observations, jitter {args.jitter}")
     print("| target (reachable) | " + " | ".join(f"harvest@{n}" for n in points) + " | "
           + " | ".join(f"recall@{n} mean (min-max)" for n in points) + " |")
     print("|---|" + "---|" * 2 * len(points))
@@ -289,7 +316,8 @@ def main(argv=None) -> int:
         reachable = len(reachable_relevant(web.graph, SEEDS, relevance))
         values = oracle_values(web.graph, relevance) if args.oracle == "value" or marks else None
         curves, quality = simulate_runs(web, model, relevance, SEEDS, args.budget, args.slots, args.margin,
-                                        list(range(1, args.runs + 1)), args.oracle, values, marks, args.jobs)
+                                        list(range(1, args.runs + 1)), args.oracle, values, marks, args.jobs,
+                                        args.version_every, args.jitter)
         for mark, rows in quality.items():
             if rows:
                 ranking.append(f"| {target} | {mark} | {np.nanmean([r['auc'] for r in rows]):.3f} | "

@@ -95,3 +95,31 @@ def test_runs_in_parallel_give_the_same_figures(demo_web, demo_files, demo_model
     curves, quality = forked
     assert curves[1] == sim.simulate(web, model, relevance, demo_web.seeds, 60, 8, 0.25, 1)
     assert [len(rows) for rows in quality.values()] == [3, 3]
+
+
+def test_jitter_samples_neighbouring_trajectories_and_stays_seeded(demo_web, demo_files, demo_model):
+    """--jitter perturbs each round's choice (seeded: the same seed gives the same crawl); without it
+    the crawl is the default one. --version-every reaches the learner."""
+    sim = load_bench("simulate")
+    web = sim.Web(demo_files["warc"], None)
+    model = TopicModel.load(demo_model)
+    relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
+    order = []  # the URLs each crawl requested, in order, from the probe's view of the frontier
+
+    def crawl(seed, **options):
+        requested = []
+
+        def probe(requests, frontier, priority, learner):
+            requested.append((requests, frozenset(frontier)))
+            assert learner.version_every == options.get("version_every", sim.VERSION_EVERY)
+        curve = sim.simulate(web, model, relevance, demo_web.seeds, 100, 8, 0.25, seed, probe=probe, **options)
+        order.append(requested)
+        return curve
+
+    plain = crawl(1)
+    assert crawl(1, jitter=0.0) == plain and order[0] == order[1]
+    jittered = [crawl(seed, jitter=0.2) for seed in (1, 1, 2, 3)]
+    assert jittered[0] == jittered[1] and order[2] == order[3]
+    assert any(frontiers != order[0] for frontiers in order[2:])  # the noise changed what was chosen
+    assert all(curve[-1] > 0.4 * 100 for curve in jittered)
+    crawl(1, version_every=4)

@@ -51,6 +51,10 @@ UNSEEN_HOST_EVIDENCE = 8.0
 #: outweighed what they taught (the learned part of a priority ranked the WebKB frontier no better
 #: than chance; BENCHMARKS.md 1b-3).
 LEARNING_RATE = 0.05
+#: Observations per learner version. A new version is what makes the scheduler re-score stale
+#: frontier entries (lazily, and in bounded background batches); links found since are scored with
+#: the current weights when queued. The crawl's order depends on this cadence (BENCHMARKS.md 1b-14).
+VERSION_EVERY = 16
 #: The starting weights of a link's two scores, by where its score comes from. A link model
 #: (``scrapy train`` on a WARC) has read thousands of labelled links and scores this link itself,
 #: while the parent page's relevance mostly vouches for its own sub-pages (a course's syllabus and
@@ -198,7 +202,7 @@ class _PathNode:
 
 class LinkRewardLearner:
     def __init__(self, credit_decay: float = 0.5, exploration: float = 0.3, credit_hops: int = 3,
-                 max_nodes: int = 200_000, version_every: int = 16, bits: int = 20, hub_cap: float = HUB_CAP,
+                 max_nodes: int = 200_000, version_every: int = VERSION_EVERY, bits: int = 20, hub_cap: float = HUB_CAP,
                  learning_rate: float = LEARNING_RATE, link_model: bool = True):
         # Priors: the weights the crawl starts from. A link on a seed page ("depth:1") starts at the
         # worth of a relevant page: the user chose the seeds as ways into the topic's sites, their
