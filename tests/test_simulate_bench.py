@@ -104,7 +104,7 @@ def test_jitter_samples_neighbouring_trajectories_and_stays_seeded(demo_web, dem
     web = sim.Web(demo_files["warc"], None)
     model = TopicModel.load(demo_model)
     relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
-    order = []  # the URLs each crawl requested, in order, from the probe's view of the frontier
+    order = []  # per crawl: the frontier after each round, as the probe sees it
 
     def crawl(seed, **options):
         requested = []
