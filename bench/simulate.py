@@ -20,8 +20,11 @@ between identical set-ups, hence 16 runs by default; compare variants with 16-32
 only shuffles the seeds and each round's responses, so the runs of one set-up follow nearly one
 trajectory, and a small change can move them all at once (BENCHMARKS.md 1b-14). ``--jitter SD``
 perturbs each round's choice, so the runs sample the neighbouring trajectories, as a real crawl's
-timing does: a gain that vanishes with it belongs to one trajectory. ``--version-every N`` sets
-the learner's re-scoring cadence (the scheduler's is ``learner.VERSION_EVERY``).
+timing does: a gain that vanishes with it belongs to one trajectory. Jittered runs split into a
+starved and a fed mode (BENCHMARKS.md 1b-15), so even 32 of them move by about 0.03 in course
+harvest@500 from one set of seeds to the next: ``--first-run N`` repeats a screen on seeds N, N+1,
+... ``--version-every N`` sets the learner's re-scoring cadence (the scheduler's is
+``learner.VERSION_EVERY``).
 
 ``--rank 300,600`` measures the learner itself, less noisily than recall: after that many requests,
 how well the priorities rank the URLs waiting in the frontier (ROC AUC for "is a relevant page",
@@ -36,7 +39,7 @@ reach under the same politeness shape.
 
     python bench/simulate.py --models DIR [--targets course,student] [--runs 16] [--budget 1000]
                              [--oracle page|value] [--rank 300,600] [--jobs 2]
-                             [--jitter 0.03] [--version-every 16]
+                             [--jitter 0.03] [--first-run 33] [--version-every 16]
 
 DIR holds TARGET.joblib for each target (``scrapy train ... --exclude-host
 'cornell|utexas|washington|wisc' -o DIR/TARGET.joblib``).
@@ -280,6 +283,9 @@ def main(argv=None) -> int:
     parser.add_argument("--targets", default="course,student,faculty,project")
     parser.add_argument("--runs", type=int, default=16,
                         help="seeded runs per target (default 16: fewer cannot tell variants apart)")
+    parser.add_argument("--first-run", type=int, default=1, metavar="N",
+                        help="seed of the first run (default 1): runs N..N+runs-1, so a screen can be "
+                             "repeated on other trajectories")
     parser.add_argument("--budget", type=int, default=1000)
     parser.add_argument("--slots", type=int, default=16, help="requests per round, one per host (default 16)")
     parser.add_argument("--margin", type=float, default=0.25, help="patience margin (default 0.25)")
@@ -304,8 +310,9 @@ def main(argv=None) -> int:
     web = Web(webkb / "webkb.warc.gz", webkb / "aliases.tsv")
     labels = load_labels(webkb / "labels.tsv")
     points = [n for n in POINTS if n <= args.budget]
-    print(f"{args.runs} runs per target, budget {args.budget}, {args.slots} slots, margin {args.margin}, "
-          f"oracle {args.oracle}, version every {args.version_every} observations, jitter {args.jitter}")
+    seeds = list(range(args.first_run, args.first_run + args.runs))
+    print(f"{args.runs} runs per target (seeds {seeds[0]}-{seeds[-1]}), budget {args.budget}, {args.slots} slots, "
+          f"margin {args.margin}, oracle {args.oracle}, version every {args.version_every} observations, jitter {args.jitter}")
     print("| target (reachable) | " + " | ".join(f"harvest@{n}" for n in points) + " | "
           + " | ".join(f"recall@{n} mean (min-max)" for n in points) + " |")
     print("|---|" + "---|" * 2 * len(points))
@@ -316,7 +323,7 @@ def main(argv=None) -> int:
         reachable = len(reachable_relevant(web.graph, SEEDS, relevance))
         values = oracle_values(web.graph, relevance) if args.oracle == "value" or marks else None
         curves, quality = simulate_runs(web, model, relevance, SEEDS, args.budget, args.slots, args.margin,
-                                        list(range(1, args.runs + 1)), args.oracle, values, marks, args.jobs,
+                                        seeds, args.oracle, values, marks, args.jobs,
                                         args.version_every, args.jitter)
         for mark, rows in quality.items():
             if rows:
