@@ -22,8 +22,8 @@ trajectory, and a small change can move them all at once (BENCHMARKS.md 1b-14). 
 perturbs each round's choice, so the runs sample the neighbouring trajectories, as a real crawl's
 timing does: a gain that vanishes with it belongs to one trajectory. Jittered runs split into a
 starved and a fed mode (BENCHMARKS.md 1b-15), so even 32 of them move by about 0.03 in course
-harvest@500 from one set of seeds to the next: ``--first-run N`` repeats a screen on seeds N, N+1,
-... ``--version-every N`` sets the learner's re-scoring cadence (the scheduler's is
+harvest@500 from one set of runs to the next: ``--first-run N`` repeats a screen on runs N, N+1, ...
+(a run is seeded by its number). ``--version-every N`` sets the learner's re-scoring cadence (the scheduler's is
 ``learner.VERSION_EVERY``).
 
 ``--rank 300,600`` measures the learner itself, less noisily than recall: after that many requests,
@@ -284,8 +284,8 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=16,
                         help="seeded runs per target (default 16: fewer cannot tell variants apart)")
     parser.add_argument("--first-run", type=int, default=1, metavar="N",
-                        help="seed of the first run (default 1): runs N..N+runs-1, so a screen can be "
-                             "repeated on other trajectories")
+                        help="number (and seed) of the first run (default 1): runs N..N+runs-1, so a "
+                             "screen can be repeated on other trajectories")
     parser.add_argument("--budget", type=int, default=1000)
     parser.add_argument("--slots", type=int, default=16, help="requests per round, one per host (default 16)")
     parser.add_argument("--margin", type=float, default=0.25, help="patience margin (default 0.25)")
@@ -302,6 +302,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rank", default="", metavar="N,N",
                         help="also report how well the priorities rank the frontier after N requests")
     args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     webkb = Path(args.webkb)
     if not (webkb / "webkb.warc.gz").exists():
         print(f"{webkb / 'webkb.warc.gz'} not found", file=sys.stderr)
@@ -310,8 +312,8 @@ def main(argv=None) -> int:
     web = Web(webkb / "webkb.warc.gz", webkb / "aliases.tsv")
     labels = load_labels(webkb / "labels.tsv")
     points = [n for n in POINTS if n <= args.budget]
-    seeds = list(range(args.first_run, args.first_run + args.runs))
-    print(f"{args.runs} runs per target (seeds {seeds[0]}-{seeds[-1]}), budget {args.budget}, {args.slots} slots, "
+    run_seeds = list(range(args.first_run, args.first_run + args.runs))
+    print(f"{args.runs} runs per target (runs {run_seeds[0]}-{run_seeds[-1]}), budget {args.budget}, {args.slots} slots, "
           f"margin {args.margin}, oracle {args.oracle}, version every {args.version_every} observations, jitter {args.jitter}")
     print("| target (reachable) | " + " | ".join(f"harvest@{n}" for n in points) + " | "
           + " | ".join(f"recall@{n} mean (min-max)" for n in points) + " |")
@@ -323,7 +325,7 @@ def main(argv=None) -> int:
         reachable = len(reachable_relevant(web.graph, SEEDS, relevance))
         values = oracle_values(web.graph, relevance) if args.oracle == "value" or marks else None
         curves, quality = simulate_runs(web, model, relevance, SEEDS, args.budget, args.slots, args.margin,
-                                        seeds, args.oracle, values, marks, args.jobs,
+                                        run_seeds, args.oracle, values, marks, args.jobs,
                                         args.version_every, args.jitter)
         for mark, rows in quality.items():
             if rows:
