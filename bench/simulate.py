@@ -23,8 +23,8 @@ perturbs each round's choice, so the runs sample the neighbouring trajectories, 
 timing does: a gain that vanishes with it belongs to one trajectory. Jittered runs split into a
 starved and a fed mode (BENCHMARKS.md 1b-15), so even 32 of them move by about 0.03 in course
 harvest@500 from one set of runs to the next: ``--first-run N`` repeats a screen on runs N, N+1, ...
-(a run is seeded by its number). ``--version-every N`` sets the learner's re-scoring cadence (the scheduler's is
-``learner.VERSION_EVERY``).
+(a run is seeded by its number). ``--version-every N`` sets the learner's re-scoring cadence (the
+scheduler's is ``learner.VERSION_EVERY``).
 
 ``--rank 300,600`` measures the learner itself, less noisily than recall: after that many requests,
 how well the priorities rank the URLs waiting in the frontier (ROC AUC for "is a relevant page",
@@ -313,8 +313,9 @@ def main(argv=None) -> int:
     labels = load_labels(webkb / "labels.tsv")
     points = [n for n in POINTS if n <= args.budget]
     run_seeds = list(range(args.first_run, args.first_run + args.runs))
-    print(f"{args.runs} runs per target (runs {run_seeds[0]}-{run_seeds[-1]}), budget {args.budget}, {args.slots} slots, "
-          f"margin {args.margin}, oracle {args.oracle}, version every {args.version_every} observations, jitter {args.jitter}")
+    print(f"{args.runs} runs per target (runs {run_seeds[0]}-{run_seeds[-1]}), budget {args.budget}, "
+          f"{args.slots} slots, margin {args.margin}, oracle {args.oracle}, "
+          f"version every {args.version_every} observations, jitter {args.jitter}")
     print("| target (reachable) | " + " | ".join(f"harvest@{n}" for n in points) + " | "
           + " | ".join(f"recall@{n} mean (min-max)" for n in points) + " |")
     print("|---|" + "---|" * 2 * len(points))
