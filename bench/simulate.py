@@ -35,10 +35,14 @@ scores by the labels (a perfect nugget function: the learner's rewards are exact
 ``--oracle value`` orders the frontier by each URL's true future value over the recorded web
 (``oracle_values``: 1 for a relevant page plus half of what its links lead to, at most three
 pages' worth, three links deep) instead of the learner: what a perfect link valuation would
-reach under the same politeness shape.
+reach under the same politeness shape. Two narrower ones bound what a better learner could gain
+from knowing one thing the labels know: ``--oracle live`` never follows a link to a page the
+recording does not hold (no 404s: a perfect dead-link predictor), and ``--oracle hub`` gives the
+learner a feature ``oracle_hub`` (starting weight 1.0) on each link whose target is not on topic
+but links a page that is (a perfect one-step hub model). They combine: ``--oracle live,hub``.
 
     python bench/simulate.py --models DIR [--targets course,student] [--runs 16] [--budget 1000]
-                             [--oracle page|value] [--rank 300,600] [--jobs 2]
+                             [--oracle page|value|live|hub|live,hub] [--rank 300,600] [--jobs 2]
                              [--jitter 0.03] [--first-run 33] [--version-every 16]
 
 DIR holds TARGET.joblib for each target (``scrapy train ... --exclude-host
@@ -73,6 +77,8 @@ from focuscrawl.urls import canonicalize, extension, host_key
 SEEDS = ["http://www.cs.cornell.edu/", "http://www.cs.utexas.edu/", "http://www.cs.washington.edu/",
          "http://www.cs.wisc.edu/"]
 POINTS = (100, 200, 500, 1000, 2000)
+ORACLES = ("page", "value", "live", "hub")
+HUB_FEATURE = "oracle_hub"
 
 
 class Web:
@@ -103,6 +109,33 @@ def oracle_values(graph: LinkGraph, relevance: Relevance, steps: int = 3, decay:
     return value
 
 
+def oracle_parts(oracle: str) -> frozenset[str]:
+    """``--oracle``'s comma-separated parts ("off" for none); an unknown part is a ValueError."""
+    parts = frozenset(part.strip() for part in oracle.split(",") if part.strip()) - {"off"}
+    unknown = parts - set(ORACLES)
+    if unknown:
+        raise ValueError(f"unknown oracle {', '.join(sorted(unknown))} (known: {', '.join(ORACLES)})")
+    return parts
+
+
+def _landing(graph: LinkGraph, key: str) -> str:
+    """Where a link to ``key`` lands: a redirect's target, else ``key`` itself."""
+    targets = graph.out.get(key) if graph.kind.get(key) == REDIRECT else None
+    return targets[0] if targets else key
+
+
+def oracle_hubs(graph: LinkGraph, relevance: Relevance) -> set[str]:
+    """The URL keys a link to which lands on a page that is not relevant but links one that is
+    (by the labels): the targets a perfect one-step hub model would mark."""
+    def relevant(key):
+        key = _landing(graph, key)
+        return graph.is_page(key) and relevance.is_relevant_key(key)
+
+    hubs = {key for key in graph.kind if graph.is_page(key) and not relevance.is_relevant_key(key)
+            and any(relevant(t) for t in graph.out.get(key, ()))}
+    return hubs | {key for key in graph.kind if graph.kind[key] == REDIRECT and _landing(graph, key) in hubs}
+
+
 def frontier_quality(priority: dict[str, float], values: dict[str, float], top: int = 100) -> dict[str, float]:
     """How well ``priority`` ranks the frontier's URLs against their true future values
     (``oracle_values``): ROC AUC for "is a relevant page" (value >= 1), and the mean value of the
@@ -130,8 +163,10 @@ def rank_probe(marks: list[int], values: dict[str, float], quality: dict[int, li
 def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
              margin: float, seed: int, oracle: str = "off", values: dict[str, float] | None = None,
              probe=None, version_every: int = VERSION_EVERY, jitter: float = 0.0) -> list[int]:
-    """found(i) after each request, as ``metrics.found_curve`` counts it. ``oracle`` "page": the
-    labels score pages; "value": ``values`` (``oracle_values``) order the frontier. ``probe(requests,
+    """found(i) after each request, as ``metrics.found_curve`` counts it. ``oracle`` (comma-separated
+    parts, ``oracle_parts``) "page": the labels score pages; "value": ``values`` (``oracle_values``)
+    order the frontier; "live": links to pages the recording lacks are never followed; "hub": links to
+    ``oracle_hubs`` carry the feature HUB_FEATURE, starting weight 1.0. ``probe(requests,
     frontier, priority, learner)`` is called after each round (for diagnostics). ``version_every``:
     observations per learner version, the cadence of re-scoring the frontier. ``jitter``: the
     standard deviation of Gaussian noise added to each candidate's priority when a round is chosen
@@ -141,9 +176,12 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     rng = random.Random(seed)
     seeds = list(seeds)
     rng.shuffle(seeds)
+    parts = oracle_parts(oracle)
+    hubs = oracle_hubs(web.graph, relevance) if "hub" in parts else set()
     learner = LinkRewardLearner(link_model=model.link_pipeline is not None,  # as the scheduler's
                                 version_every=version_every)
-    learner.use_link_model(model.link_pipeline is not None, model.learner_priors)
+    priors = {**(model.learner_priors or {}), **({HUB_FEATURE: 1.0} if hubs else {})}
+    learner.use_link_model(model.link_pipeline is not None, priors)
     hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
     deny = set(FOCUS_DENY_EXTENSIONS)
     frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)
@@ -158,9 +196,15 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         canonical = canonicalize(url)
         if canonical in seen or extension(canonical) in deny:
             return
+        key = url_key(canonical)
+        if "live" in parts and parent is not None and not web.graph.is_page(_landing(web.graph, key)):
+            return  # the recording lacks it: a 404 the live oracle knows of
         seen.add(canonical)
         context_ = LinkContext(canonical, anchor, context, parent, parent_score, depth, hops, link_score)
-        frontier[canonical] = (learner.vectorise(link_features(context_)), parent, depth, hops)
+        features = link_features(context_)
+        if key in hubs:
+            features = (*features, (HUB_FEATURE, 1.0))
+        frontier[canonical] = (learner.vectorise(features), parent, depth, hops)
         link_scores[canonical] = link_score
 
     def fetch(url, vector, parent, depth, hops):
@@ -182,13 +226,13 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         title, text, links = web.pages[key]
         score = page_scores.get(key)
         if score is None:
-            if oracle == "page":
+            if "page" in parts:
                 score = 0.99 if relevance.is_relevant_key(key) else 0.01
             else:
                 score = model.score(title, text)
             page_scores[key] = score
         # the page and the link that led to it, as the spider judges them (FOCUS_LINK_EVIDENCE)
-        evidence = score if oracle == "page" else model.with_link_evidence(score, link_scores.get(url))
+        evidence = score if "page" in parts else model.with_link_evidence(score, link_scores.get(url))
         hit = evidence >= hit_threshold
         learner.observe(url, parent, vector, page_reward(evidence, hit), hit, False)
         if relevance.is_relevant_key(key):
@@ -203,7 +247,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         enqueue(url, None, "", "", None, 0, 0, None)
     version = None
     while frontier and len(curve) < budget:
-        if oracle == "value":  # fixed values: only new URLs need one
+        if "value" in parts:  # fixed values: only new URLs need one
             priority.update({url: values.get(url_key(url), 0.0) for url in frontier.keys() - priority.keys()})
         elif learner.version != version:
             version = learner.version
@@ -289,8 +333,10 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=int, default=1000)
     parser.add_argument("--slots", type=int, default=16, help="requests per round, one per host (default 16)")
     parser.add_argument("--margin", type=float, default=0.25, help="patience margin (default 0.25)")
-    parser.add_argument("--oracle", choices=("off", "page", "value"), default="off",
-                        help="page: labels score pages; value: true future values order the frontier")
+    parser.add_argument("--oracle", default="off", metavar="PART[,PART]",
+                        help="page: labels score pages; value: true future values order the frontier; "
+                             "live: links to pages never recorded are not followed; hub: a perfect one-step "
+                             "hub feature (default off)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="runs at once, in forked processes (default 1; the figures do not change)")
     parser.add_argument("--version-every", type=int, default=VERSION_EVERY, metavar="N",
@@ -304,6 +350,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    try:
+        oracle = oracle_parts(args.oracle)
+    except ValueError as exc:
+        parser.error(str(exc))
     webkb = Path(args.webkb)
     if not (webkb / "webkb.warc.gz").exists():
         print(f"{webkb / 'webkb.warc.gz'} not found", file=sys.stderr)
@@ -324,7 +374,7 @@ def main(argv=None) -> int:
         model = TopicModel.load(Path(args.models) / f"{target}.joblib")
         relevance = Relevance(labels, [target], web.same)
         reachable = len(reachable_relevant(web.graph, SEEDS, relevance))
-        values = oracle_values(web.graph, relevance) if args.oracle == "value" or marks else None
+        values = oracle_values(web.graph, relevance) if "value" in oracle or marks else None
         curves, quality = simulate_runs(web, model, relevance, SEEDS, args.budget, args.slots, args.margin,
                                         run_seeds, args.oracle, values, marks, args.jobs,
                                         args.version_every, args.jitter)

@@ -123,3 +123,59 @@ def test_jitter_samples_neighbouring_trajectories_and_stays_seeded(demo_web, dem
     assert any(frontiers != order[0] for frontiers in order[2:])  # the noise changed what was chosen
     assert all(curve[-1] > 0.4 * 100 for curve in jittered)
     crawl(1, version_every=4)
+
+
+def test_hub_oracle_marks_pages_that_link_a_relevant_one():
+    """``oracle_hubs``: a page that is not relevant but links one that is, through a redirect too;
+    a relevant page, a page linking only a missing or an off-topic page, is not one."""
+    sim = load_bench("simulate")
+    graph = sim.LinkGraph.from_edges(
+        {"http://a.test/": ["http://a.test/list", "http://a.test/people", "http://a.test/moved"],
+         "http://a.test/list": ["http://a.test/c1", "http://a.test/gone"],
+         "http://a.test/people": ["http://a.test/bob", "http://a.test/gone"],
+         "http://a.test/c1": ["http://a.test/c2"], "http://a.test/c2": [], "http://a.test/bob": [],
+         "http://a.test/new": ["http://a.test/old-course"]},
+        redirects={"http://a.test/moved": "http://a.test/new", "http://a.test/old-course": "http://a.test/c2"})
+    labels = {"http://a.test/c1": "course", "http://a.test/c2": "course", "http://a.test/bob": "student"}
+    relevance = Relevance(labels, ["course"])
+    hubs = {graph.url[key] for key in sim.oracle_hubs(graph, relevance)}
+    # /new links a course page through a redirect; /moved is a redirect to that hub
+    assert hubs == {"http://a.test/list", "http://a.test/new", "http://a.test/moved"}
+    assert sim.oracle_parts("live,hub") == {"live", "hub"} and sim.oracle_parts("off") == set()
+    try:
+        sim.oracle_parts("live,psychic")
+    except ValueError as exc:
+        assert "psychic" in str(exc)
+    else:
+        raise AssertionError("an unknown oracle part was accepted")
+
+
+def test_live_oracle_never_requests_a_missing_page(demo_web, demo_files, demo_model):
+    """``--oracle live`` follows no link to a page the recording lacks (the demo web has such
+    links), so it wastes fewer requests and finds at least as much on average as the learned crawl;
+    ``--oracle hub`` runs with the learner's hub feature."""
+    sim = load_bench("simulate")
+    web = sim.Web(demo_files["warc"], None)
+    model = TopicModel.load(demo_model)
+    relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
+    queued = {"live": set(), "off": set()}
+
+    def prober(oracle):
+        def probe(requests, frontier, priority, learner):
+            queued[oracle].update(frontier)
+        return probe
+
+    def dead(url):
+        return not web.graph.is_page(sim._landing(web.graph, sim.url_key(url)))
+
+    live, learned, hub = [], [], []
+    for run in (1, 2, 3):
+        live.append(sim.simulate(web, model, relevance, demo_web.seeds, 120, 8, 0.25, run, "live",
+                                 probe=prober("live"))[-1])
+        learned.append(sim.simulate(web, model, relevance, demo_web.seeds, 120, 8, 0.25, run,
+                                    probe=prober("off"))[-1])
+        hub.append(sim.simulate(web, model, relevance, demo_web.seeds, 120, 8, 0.25, run, "live,hub")[-1])
+    assert any(dead(url) for url in queued["off"])  # the learned crawl meets the missing pages' links
+    assert queued["live"] and not any(dead(url) for url in queued["live"])
+    assert sum(live) >= sum(learned) - 3, (live, learned)
+    assert all(n > 0.5 * 120 for n in hub), hub
