@@ -150,32 +150,37 @@ def test_hub_oracle_marks_pages_that_link_a_relevant_one():
         raise AssertionError("an unknown oracle part was accepted")
 
 
-def test_live_oracle_never_requests_a_missing_page(demo_web, demo_files, demo_model):
-    """``--oracle live`` follows no link to a page the recording lacks (the demo web has such
-    links), so it wastes fewer requests and finds at least as much on average as the learned crawl;
-    ``--oracle hub`` runs with the learner's hub feature."""
+def test_live_oracle_never_queues_a_missing_page_and_hub_oracle_feeds_the_learner(demo_web, demo_files,
+                                                                                 demo_model):
+    """``--oracle live`` queues no link to a page the recording lacks (the learned crawl of the demo
+    web does queue some), and finds about as much as the learned crawl; ``--oracle hub`` starts the
+    learner's hub feature at 1.0 and marks the links to hubs with it."""
     sim = load_bench("simulate")
     web = sim.Web(demo_files["warc"], None)
     model = TopicModel.load(demo_model)
     relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
-    queued = {"live": set(), "off": set()}
+    hubs = sim.oracle_hubs(web.graph, relevance)
+    queued = {"live": set(), "off": set(), "live,hub": set()}
+    hub_weight = {}
 
     def prober(oracle):
         def probe(requests, frontier, priority, learner):
             queued[oracle].update(frontier)
+            hub_weight.setdefault(oracle, learner.model.coef_[learner.model.index(sim.HUB_FEATURE)])
         return probe
 
     def dead(url):
         return not web.graph.is_page(sim._landing(web.graph, sim.url_key(url)))
 
-    live, learned, hub = [], [], []
+    found = {oracle: [] for oracle in queued}
     for run in (1, 2, 3):
-        live.append(sim.simulate(web, model, relevance, demo_web.seeds, 120, 8, 0.25, run, "live",
-                                 probe=prober("live"))[-1])
-        learned.append(sim.simulate(web, model, relevance, demo_web.seeds, 120, 8, 0.25, run,
-                                    probe=prober("off"))[-1])
-        hub.append(sim.simulate(web, model, relevance, demo_web.seeds, 120, 8, 0.25, run, "live,hub")[-1])
+        for oracle in queued:
+            curve = sim.simulate(web, model, relevance, demo_web.seeds, 120, 8, 0.25, run, oracle,
+                                 probe=prober(oracle))
+            found[oracle].append(curve[-1])
     assert any(dead(url) for url in queued["off"])  # the learned crawl meets the missing pages' links
     assert queued["live"] and not any(dead(url) for url in queued["live"])
-    assert sum(live) >= sum(learned) - 3, (live, learned)
-    assert all(n > 0.5 * 120 for n in hub), hub
+    assert sum(found["live"]) >= sum(found["off"]) - 3, found
+    assert hubs and any(sim.url_key(url) in hubs for url in queued["live,hub"])
+    assert hub_weight["off"] == 0.0 and hub_weight["live,hub"] != 0.0, hub_weight
+    assert all(n > 0.5 * 120 for n in found["live,hub"]), found
