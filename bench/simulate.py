@@ -162,11 +162,13 @@ def rank_probe(marks: list[int], values: dict[str, float], quality: dict[int, li
 
 def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
              margin: float, seed: int, oracle: str = "off", values: dict[str, float] | None = None,
-             probe=None, version_every: int = VERSION_EVERY, jitter: float = 0.0) -> list[int]:
+             probe=None, version_every: int = VERSION_EVERY, jitter: float = 0.0,
+             hubs: set[str] | None = None) -> list[int]:
     """found(i) after each request, as ``metrics.found_curve`` counts it. ``oracle`` (comma-separated
     parts, ``oracle_parts``) "page": the labels score pages; "value": ``values`` (``oracle_values``)
     order the frontier; "live": links to pages the recording lacks are never followed; "hub": links to
-    ``oracle_hubs`` carry the feature HUB_FEATURE, starting weight 1.0. ``probe(requests,
+    ``hubs`` (``oracle_hubs``, worked out here if not given) carry the feature HUB_FEATURE, starting
+    weight 1.0. ``probe(requests,
     frontier, priority, learner)`` is called after each round (for diagnostics). ``version_every``:
     observations per learner version, the cadence of re-scoring the frontier. ``jitter``: the
     standard deviation of Gaussian noise added to each candidate's priority when a round is chosen
@@ -177,7 +179,10 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     seeds = list(seeds)
     rng.shuffle(seeds)
     parts = oracle_parts(oracle)
-    hubs = oracle_hubs(web.graph, relevance) if "hub" in parts else set()
+    if "hub" not in parts:
+        hubs = set()
+    elif hubs is None:
+        hubs = oracle_hubs(web.graph, relevance)
     learner = LinkRewardLearner(link_model=model.link_pipeline is not None,  # as the scheduler's
                                 version_every=version_every)
     priors = {**(model.learner_priors or {}), **({HUB_FEATURE: 1.0} if hubs else {})}
@@ -290,7 +295,7 @@ def _one_run(run: int) -> tuple[list[int], dict[int, list[dict]]]:
     probe = rank_probe(shared["marks"], shared["values"], quality) if shared["marks"] else None
     curve = simulate(shared["web"], shared["model"], shared["relevance"], shared["seeds"], shared["budget"],
                      shared["slots"], shared["margin"], run, shared["oracle"], shared["values"], probe,
-                     shared["version_every"], shared["jitter"])
+                     shared["version_every"], shared["jitter"], shared["hubs"])
     return curve, quality
 
 
@@ -302,9 +307,10 @@ def simulate_runs(web: Web, model: TopicModel, relevance: Relevance, seeds: list
     """``simulate`` for each seed in ``runs`` (curves in that order) and the ``--rank`` probes at
     ``marks``; with ``jobs`` > 1, in that many forked processes (a run is seeded, so the curves are
     the same either way)."""
+    hubs = oracle_hubs(web.graph, relevance) if "hub" in oracle_parts(oracle) else None  # once, not per run
     _SHARED.update(web=web, model=model, relevance=relevance, seeds=seeds, budget=budget, slots=slots,
                    margin=margin, oracle=oracle, values=values, marks=list(marks), version_every=version_every,
-                   jitter=jitter)
+                   jitter=jitter, hubs=hubs)
     try:
         if jobs > 1 and len(runs) > 1:
             with multiprocessing.get_context("fork").Pool(min(jobs, len(runs))) as pool:
