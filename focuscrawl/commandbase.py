@@ -6,6 +6,8 @@ import sys
 
 from scrapy.commands import ScrapyCommand
 
+from focuscrawl.config import ConfigError, FocusConfig
+
 
 class CommandError(Exception):
     """A problem the user can fix (bad input, missing file); printed as one line, exit code 2."""
@@ -17,6 +19,13 @@ class FocusCommand(ScrapyCommand):
 
     def execute(self, args: list[str], opts) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def config(self) -> FocusConfig:
+        """The focuscrawl settings the command runs with (``-s``, the project's settings)."""
+        try:
+            return FocusConfig.from_settings(self.settings)
+        except ConfigError as exc:
+            raise CommandError(str(exc)) from None
 
     def run(self, args: list[str], opts) -> None:
         try:

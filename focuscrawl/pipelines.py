@@ -16,6 +16,7 @@ import logging
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem
 
+from focuscrawl.config import DEFAULTS, FocusConfig
 from focuscrawl.dedup import ExactDuplicateIndex, NearDuplicateIndex, content_hash
 from focuscrawl.store import CrawlStore, resolve_store_path
 
@@ -30,20 +31,15 @@ class DuplicatesPipeline:
     text (errors, non-HTML) are never duplicates. The indexes live in memory for one crawl.
     """
 
-    def __init__(self, stats, threshold: float = 0.9, num_perm: int = 128, shingle_size: int = 5) -> None:
+    def __init__(self, stats, config: FocusConfig = DEFAULTS) -> None:
         self.stats = stats
         self.exact = ExactDuplicateIndex()
-        self.near = NearDuplicateIndex(threshold=threshold, num_perm=num_perm, shingle_size=shingle_size)
+        self.near = NearDuplicateIndex(threshold=config.near_dup_threshold, num_perm=config.minhash_permutations,
+                                       shingle_size=config.shingle_size)
 
     @classmethod
     def from_crawler(cls, crawler):
-        settings = crawler.settings
-        return cls(
-            crawler.stats,
-            threshold=settings.getfloat("FOCUS_NEAR_DUP_THRESHOLD", 0.9),
-            num_perm=settings.getint("FOCUS_MINHASH_PERMUTATIONS", 128),
-            shingle_size=settings.getint("FOCUS_SHINGLE_SIZE", 5),
-        )
+        return cls(crawler.stats, FocusConfig.from_settings(crawler.settings))
 
     def process_item(self, item, spider=None):
         adapter = ItemAdapter(item)
@@ -65,14 +61,14 @@ class DuplicatesPipeline:
 
 
 class StorePipeline:
-    """Writes every item into the crawl store at resolve_store_path(settings).
+    """Writes every item into the crawl store at resolve_store_path(config).
 
     The store is opened when the spider opens, so a bad FOCUS_STORE stops the crawl before it
     fetches anything, and closed (committed) when the spider closes."""
 
     def __init__(self, crawler) -> None:
         self.crawler = crawler
-        self.path = resolve_store_path(crawler.settings)
+        self.path = resolve_store_path(FocusConfig.from_settings(crawler.settings))
         self.store: CrawlStore | None = None
 
     @classmethod

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 from scrapy.settings import Settings
 
+from focuscrawl.config import FocusConfig
 from focuscrawl.items import PageItem
 from focuscrawl.store import FIELDS, SCHEMA_VERSION, CrawlStore, StoreError, resolve_store_path
 
@@ -218,13 +219,13 @@ def test_a_column_missing_from_an_older_store_is_added(tmp_path):
     ],
 )
 def test_resolve_store_path_from_a_dict_and_from_scrapy_settings(settings, expected):
-    assert resolve_store_path(settings) == expected
-    assert resolve_store_path(Settings(settings)) == expected
+    assert resolve_store_path(FocusConfig.from_settings(settings)) == expected
+    assert resolve_store_path(FocusConfig.from_settings(Settings(settings))) == expected
 
 
 def test_resolve_store_path_with_the_project_settings_module():
     settings = Settings()
     settings.setmodule("focuscrawl.settings")
-    assert resolve_store_path(settings) == "./crawl.db"
+    assert resolve_store_path(FocusConfig.from_settings(settings)) == "./crawl.db"
     settings.set("JOBDIR", "jd", priority="cmdline")
-    assert resolve_store_path(settings) == "jd/crawl.db"
+    assert resolve_store_path(FocusConfig.from_settings(settings)) == "jd/crawl.db"

@@ -58,7 +58,7 @@ class Command(FocusCommand):
         output = opts.output
         exporter_cls = self._exporter_for(output)
         min_score = self._parse_score(opts.min_score)
-        path = opts.store or resolve_store_path(self.settings)
+        path = opts.store or resolve_store_path(self.config())
         if not os.path.exists(path):
             raise CommandError(f"no crawl store at {path} (use --store PATH, or -s FOCUS_STORE=... / -s JOBDIR=...)")
         fields = self._fields(opts.all)

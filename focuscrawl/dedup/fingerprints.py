@@ -15,6 +15,8 @@ import hashlib
 
 from datasketch import MinHash, MinHashLSH
 
+from focuscrawl.config import DEFAULTS
+
 #: How likely a pair exactly at the threshold must be to share an LSH bucket. Candidates are
 #: verified against the threshold afterwards, so extra candidates cost little and missed ones
 #: cost a duplicate: the bands favour recall.
@@ -77,7 +79,8 @@ class NearDuplicateIndex:
     points at an original page.
     """
 
-    def __init__(self, threshold: float = 0.9, num_perm: int = 128, shingle_size: int = 5) -> None:
+    def __init__(self, threshold: float = DEFAULTS.near_dup_threshold, num_perm: int = DEFAULTS.minhash_permutations,
+                 shingle_size: int = DEFAULTS.shingle_size) -> None:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"near-duplicate threshold must be in (0, 1], got {threshold!r}")
         if num_perm < 16:

@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
+from focuscrawl import BOT_NAME
+
 ROBOTS_PATH = "/robots.txt"
 
 
@@ -186,7 +188,7 @@ def parse_robots(text: str) -> Protego:
 
 
 def disallowed_hits(records: Iterable[dict], robots: Mapping[str, str],
-                    user_agent: str = "focuscrawl") -> list[Violation]:
+                    user_agent: str = BOT_NAME) -> list[Violation]:
     """Requests for URLs the host's robots.txt disallows for ``user_agent``. Hosts absent from
     ``robots`` are not checked; the robots.txt requests themselves are never violations."""
     parsers = {host: parse_robots(text) for host, text in robots.items()}
@@ -215,7 +217,7 @@ def robots_not_first(records: Iterable[dict]) -> list[Violation]:
     return out
 
 
-def crawl_delays(robots: Mapping[str, str], user_agent: str = "focuscrawl") -> dict[str, float]:
+def crawl_delays(robots: Mapping[str, str], user_agent: str = BOT_NAME) -> dict[str, float]:
     """{host: Crawl-delay seconds} for the hosts whose robots.txt sets one for ``user_agent``."""
     out = {}
     for host, text in robots.items():
@@ -300,7 +302,7 @@ def excluded_hits(records: Iterable[dict], hosts: Iterable[str],
 # --- everything at once --------------------------------------------------------------------------
 
 def required_delays(hosts: Iterable[str], delays: Mapping[str, float] | float | None,
-                    robots: Mapping[str, str] | None, user_agent: str = "focuscrawl",
+                    robots: Mapping[str, str] | None, user_agent: str = BOT_NAME,
                     max_crawl_delay: float | None = None) -> dict[str, float]:
     """Minimum gap owed to each host: the larger of the configured delay and the robots.txt
     Crawl-delay (capped at ``max_crawl_delay``, as FOCUS_MAX_CRAWL_DELAY caps it)."""
@@ -320,7 +322,7 @@ def required_delays(hosts: Iterable[str], delays: Mapping[str, float] | float | 
 def audit_report(records: Iterable[dict], robots: Mapping[str, str] | None = None,
                  delays: Mapping[str, float] | float | None = None,
                  excluded: Iterable[str] = (), excluded_after: float | None = None,
-                 user_agent: str = "focuscrawl", tolerance: float = 0.05,
+                 user_agent: str = BOT_NAME, tolerance: float = 0.05,
                  per_host_concurrency: int | None = 1,
                  max_crawl_delay: float | None = None) -> dict:
     """Every check at once, as a JSON-able dict.

@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 
+from focuscrawl.config import DEFAULTS
 
 SAFETY_MARGIN = 0.01  # seconds
 
@@ -33,9 +34,9 @@ class HostTiming:
 
 
 class DelayPolicy:
-    def __init__(self, minimum: float = 1.0, adaptive_factor: float = 2.0, backoff_base: float = 5.0,
-                 backoff_max: float = 3600.0, per_host_minimum: dict[str, float] | None = None,
-                 max_crawl_delay: float = 30.0):
+    def __init__(self, minimum: float = DEFAULTS.download_delay, adaptive_factor: float = DEFAULTS.adaptive_delay_factor,
+                 backoff_base: float = DEFAULTS.backoff_base, backoff_max: float = DEFAULTS.backoff_max,
+                 per_host_minimum: dict[str, float] | None = None, max_crawl_delay: float = DEFAULTS.max_crawl_delay):
         if minimum < 0 or adaptive_factor < 0 or backoff_base < 0 or backoff_max < 0:
             raise ValueError("delays must not be negative")
         self.minimum = minimum

@@ -18,11 +18,14 @@ import re
 import time
 from urllib.parse import urlsplit
 
+from focuscrawl.config import DEFAULTS
+
 logger = logging.getLogger(__name__)
 
 
 class ExclusionList:
-    def __init__(self, path: str | None = None, check_seconds: float = 5.0, clock=time.monotonic):
+    def __init__(self, path: str | None = None, check_seconds: float = DEFAULTS.exclude_check_seconds,
+                 clock=time.monotonic):
         self.path = path
         self.check_seconds = check_seconds
         self._clock = clock

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+from focuscrawl.config import DEFAULTS
 from focuscrawl.urls import extension, path_segments
 
 
 class TrapRules:
-    def __init__(self, max_depth: int = 30, max_url_length: int = 1024, max_repeated_segments: int = 3,
+    def __init__(self, max_depth: int = DEFAULTS.max_depth, max_url_length: int = DEFAULTS.max_url_length,
+                 max_repeated_segments: int = DEFAULTS.max_repeated_segments,
                  deny_extensions: set[str] | frozenset[str] = frozenset(), max_query_params: int = 12):
         self.max_depth = max_depth
         self.max_url_length = max_url_length

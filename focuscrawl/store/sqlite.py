@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from focuscrawl.config import FocusConfig
 from focuscrawl.items import PageItem
 
 SCHEMA_NAME = "focuscrawl-crawl-store"
@@ -43,17 +44,14 @@ class StoreError(Exception):
     """The store cannot be used (missing, not a focuscrawl store, corrupt); a one-line message."""
 
 
-def resolve_store_path(settings: Mapping[str, Any] | Any) -> str:
+def resolve_store_path(config: FocusConfig) -> str:
     """Where the crawl store lives: FOCUS_STORE, else JOBDIR/crawl.db, else ./crawl.db.
 
-    ``settings`` is a Scrapy Settings or a plain dict; the crawl and ``scrapy export`` both use
-    this, so they agree on the file."""
-    explicit = settings.get("FOCUS_STORE")
-    if explicit:
-        return str(explicit)
-    jobdir = settings.get("JOBDIR")
-    if jobdir:
-        return os.path.join(str(jobdir), "crawl.db")
+    The crawl, ``scrapy export`` and ``scrapy explain`` all use this, so they agree on the file."""
+    if config.store:
+        return config.store
+    if config.jobdir:
+        return os.path.join(config.jobdir, "crawl.db")
     return os.path.join(".", "crawl.db")
 
 

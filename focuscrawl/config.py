@@ -1,0 +1,295 @@
+"""Every focuscrawl setting (``FOCUS_*``), its default and its check, in one place.
+
+``FocusConfig.from_settings(settings)`` reads a Scrapy ``Settings`` (or any mapping with ``get``):
+each value is converted and checked, and a bad one raises ``ConfigError`` naming the setting, so
+``scrapy crawl`` prints one line before the crawl starts. The defaults below are the only ones:
+the crawl's parts take their values from a ``FocusConfig``, and ``FocusConfig()`` is the default
+configuration. Scrapy's own settings that the crawl reads (``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS``,
+``ROBOTSTXT_OBEY``, ``ROBOTSTXT_USER_AGENT``, ``JOBDIR``) keep their defaults in
+``focuscrawl/settings.py``, where Scrapy looks for them; the fields that mirror them take their
+defaults from there.
+
+Free of Scrapy's crawler (it only borrows Scrapy's list of non-HTML extensions), so the cores
+and their tests can use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# the one Scrapy import: its list of non-HTML extensions, the default of FOCUS_DENY_EXTENSIONS
+from scrapy.linkextractors import IGNORED_EXTENSIONS
+
+from focuscrawl import BOT_NAME
+from focuscrawl import settings as _project
+
+class ConfigError(ValueError):
+    """A setting with a value focuscrawl cannot use; the message names the setting."""
+
+
+# --- converters: raw value (as -s, a settings module or a dict gives it) -> checked value ----------
+def _number(kind: type, minimum: float | None = 0, maximum: float | None = None) -> Callable[[str, Any], Any]:
+    def convert(name: str, raw: Any) -> Any:
+        if isinstance(raw, bool):
+            raise ConfigError(f"{name} must be a number, not {raw!r}")
+        try:
+            value = kind(raw)
+        except (TypeError, ValueError, OverflowError):
+            raise ConfigError(f"{name} must be a number, not {raw!r}") from None
+        if kind is float and value != value:
+            raise ConfigError(f"{name} must be a number, not {raw!r}")
+        if minimum is not None and value < minimum:
+            raise ConfigError(f"{name} must be at least {minimum}, not {value}")
+        if maximum is not None and value > maximum:
+            raise ConfigError(f"{name} must be at most {maximum}, not {value}")
+        return value
+    return convert
+
+
+def _probability(name: str, raw: Any) -> float:
+    value = _number(float)(name, raw)
+    if value > 1:
+        raise ConfigError(f"{name} is a probability (0 to 1), not {value}")
+    return value
+
+
+def _similarity(name: str, raw: Any) -> float:
+    """A probability above 0 (a Jaccard similarity of 0 would make every page a duplicate)."""
+    value = _probability(name, raw)
+    if value == 0:
+        raise ConfigError(f"{name} must be above 0, not {value}")
+    return value
+
+
+def _optional(convert: Callable[[str, Any], Any]) -> Callable[[str, Any], Any]:
+    return lambda name, raw: None if raw is None or raw == "" else convert(name, raw)
+
+
+def _bool(name: str, raw: Any) -> bool:
+    """As Scrapy's ``getbool``: a bool, 0/1, or the strings true/false/0/1."""
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ConfigError(f"{name} must be true or false, not {raw!r}")
+
+
+def _list(name: str, raw: Any) -> tuple[str, ...]:
+    """As Scrapy's ``getlist``: a list, or a comma-separated string."""
+    if isinstance(raw, str):
+        raw = raw.split(",")
+    try:
+        return tuple(str(item).strip() for item in raw if str(item).strip())
+    except TypeError:
+        raise ConfigError(f"{name} must be a list, not {raw!r}") from None
+
+
+def _choice(*choices: str) -> Callable[[str, Any], str]:
+    def convert(name: str, raw: Any) -> str:
+        if raw not in choices:
+            raise ConfigError(f"{name} must be {' or '.join(repr(c) for c in choices)}, not {raw!r}")
+        return raw
+    return convert
+
+
+def _text(name: str, raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise ConfigError(f"{name} must be a string, not {raw!r}")
+    return raw
+
+
+def setting(name: str, default: Any, convert: Callable[[str, Any], Any], doc: str) -> Any:
+    """A FocusConfig field read from the setting ``name``."""
+    if isinstance(default, list | set | dict):
+        raise TypeError("mutable defaults are written as tuples")
+    return field(default=default, metadata={"setting": name, "convert": convert, "doc": doc})
+
+
+@dataclass(frozen=True)
+class FocusConfig:
+    # --- relevance ---------------------------------------------------------------------------
+    relevance_threshold: float = setting(
+        "FOCUS_RELEVANCE_THRESHOLD", 0.5, _probability,
+        "Pages scoring at least this probability are relevant: they become exported items.")
+    reward_threshold: float | None = setting(
+        "FOCUS_REWARD_THRESHOLD", None, _optional(_probability),
+        "Pages scoring at least this count as found for the link learner (full reward; the "
+        "hops-since-relevant count restarts). None: the model's even-odds score (its training "
+        "share of negatives, e.g. 0.83 for WebKB's course), stricter than the items' threshold "
+        "for a minority topic, so that chasing borderline pages does not lead the crawl to more "
+        "look-alikes.")
+    link_evidence: float = setting(
+        "FOCUS_LINK_EVIDENCE", 1.0, _number(float),
+        "Weight of the link model's log-odds for the link that led to a page, added to the "
+        "page's own: a course's syllabus reads like the course, the link to it does not. The sum "
+        "is the item's score (against FOCUS_RELEVANCE_THRESHOLD), the learner's hit (against "
+        "FOCUS_REWARD_THRESHOLD) and, as a probability, the parent score of the page's links; "
+        "items keep both parts. 0: the page alone. Seeds have no link.")
+    model: str | None = setting(
+        "FOCUS_MODEL", None, _optional(_text),
+        "Path of the topic model (joblib); the spider argument -a model= overrides it.")
+    # --- output ------------------------------------------------------------------------------
+    store: str | None = setting(
+        "FOCUS_STORE", None, _optional(_text),
+        "SQLite crawl store; None: JOBDIR/crawl.db with JOBDIR, else ./crawl.db.")
+    crawl_log: str | None = setting(
+        "FOCUS_CRAWL_LOG", None, _optional(_text), "JSON-lines log of every request (None: no log).")
+    near_dup_threshold: float = setting(
+        "FOCUS_NEAR_DUP_THRESHOLD", 0.9, _similarity, "Jaccard similarity of two near-duplicates.")
+    minhash_permutations: int = setting(
+        "FOCUS_MINHASH_PERMUTATIONS", 128, _number(int, 16), "MinHash permutations.")
+    shingle_size: int = setting("FOCUS_SHINGLE_SIZE", 5, _number(int, 1), "Words in a shingle.")
+    # --- budget and frontier -----------------------------------------------------------------
+    budget: int = setting(
+        "FOCUS_BUDGET", 0, _number(int),
+        "Stop after this many requests (robots.txt fetches not counted). 0: no limit.")
+    frontier_capacity: int = setting(
+        "FOCUS_FRONTIER_CAPACITY", 1_000_000, _number(int, 1),
+        "URLs the frontier holds; past it the lowest-priority are pruned (spilled with JOBDIR).")
+    frontier_pack: bool = setting(
+        "FOCUS_FRONTIER_PACK", True, _bool,
+        "Keep queued URLs packed as bytes (a few hundred bytes each, deflated in deep hosts) "
+        "instead of live Requests (~2.5 KB): a full frontier fits in well under 1 GB. False "
+        "spends a little less CPU.")
+    # --- traps and scope ---------------------------------------------------------------------
+    max_depth: int = setting("FOCUS_MAX_DEPTH", 30, _number(int), "Most links followed from a seed.")
+    max_url_length: int = setting("FOCUS_MAX_URL_LENGTH", 1024, _number(int), "Longest URL fetched.")
+    max_repeated_segments: int = setting(
+        "FOCUS_MAX_REPEATED_SEGMENTS", 3, _number(int), "Most repeats of one path segment.")
+    host_budget: int = setting("FOCUS_HOST_BUDGET", 0, _number(int), "Most URLs admitted per host (0: no limit).")
+    allowed_domains: tuple[str, ...] = setting(
+        "FOCUS_ALLOWED_DOMAINS", (), _list, "Crawl only these domains and their subdomains (empty: all).")
+    deny_extensions: tuple[str, ...] = setting(
+        "FOCUS_DENY_EXTENSIONS", tuple(sorted(set(IGNORED_EXTENSIONS))), _list,
+        "Extensions never fetched (Scrapy's list of non-HTML types).")
+    max_redirects: int = setting(
+        "FOCUS_MAX_REDIRECTS", 3, _number(int),
+        "Redirect hops followed for a page (each hop goes back through the frontier).")
+    exclude_file: str | None = setting(
+        "FOCUS_EXCLUDE_FILE", None, _optional(_text),
+        "Exclusion list (hosts, domains, URL patterns; '#' comments), re-read when it changes.")
+    exclude_check_seconds: float = setting(
+        "FOCUS_EXCLUDE_CHECK_SECONDS", 5.0, _number(float), "How often the exclusion list is checked for changes.")
+    # --- sitemaps and HEAD checks ------------------------------------------------------------
+    follow_sitemaps: bool = setting(
+        "FOCUS_FOLLOW_SITEMAPS", True, _bool, "Read the sitemaps robots.txt lists.")
+    sitemap_max_urls: int = setting("FOCUS_SITEMAP_MAX_URLS", 10_000, _number(int), "URLs read from one sitemap.")
+    head_check: bool = setting(
+        "FOCUS_HEAD_CHECK", False, _bool,
+        "Send a HEAD first to URLs whose extension does not say 'page'; skip them unless HTML.")
+    # --- politeness --------------------------------------------------------------------------
+    politeness_per_ip: bool = setting(
+        "FOCUS_POLITENESS_PER_IP", False, _bool,
+        "One connection per IP address too (host names on one server share its delay); names "
+        "are resolved once per host, on this machine.")
+    robots_cache_seconds: float = setting(
+        "FOCUS_ROBOTS_CACHE_SECONDS", 86400.0, _number(float), "How long a robots.txt is trusted.")
+    robots_error_retry_seconds: float = setting(
+        "FOCUS_ROBOTS_ERROR_RETRY_SECONDS", 600.0, _number(float),
+        "How long a host whose robots.txt answered 5xx or was unreachable is treated as disallowed.")
+    max_crawl_delay: float = setting(
+        "FOCUS_MAX_CRAWL_DELAY", 30.0, _number(float), "Cap on a robots.txt Crawl-delay.")
+    crawl_delay_over_cap: str = setting(
+        "FOCUS_CRAWL_DELAY_OVER_CAP", "cap", _choice("cap", "skip"),
+        "A host asking for more than the cap: 'cap' crawls it at the cap, 'skip' does not crawl it.")
+    adaptive_delay_factor: float = setting(
+        "FOCUS_ADAPTIVE_DELAY_FACTOR", 2.0, _number(float),
+        "The per-host delay is at least this times the mean of its last 5 response times.")
+    backoff_base: float = setting(
+        "FOCUS_BACKOFF_BASE", 5.0, _number(float),
+        "After 429/503 without Retry-After: exponential back-off from this many seconds...")
+    backoff_max: float = setting("FOCUS_BACKOFF_MAX", 3600.0, _number(float), "... up to this many.")
+    max_wait: float = setting(
+        "FOCUS_MAX_WAIT", 300.0, _number(float),
+        "Finish rather than wait longer than this for a host to become ready (back-offs, "
+        "robots.txt answering 5xx); with JOBDIR the waiting URLs are kept for a resumed crawl.")
+    checkpoint_seconds: float = setting(
+        "FOCUS_CHECKPOINT_SECONDS", 30.0, _number(float), "JOBDIR checkpoint period.")
+    # --- the order: patience and the link learner --------------------------------------------
+    patience: float = setting(
+        "FOCUS_PATIENCE", 2.0, _number(float),
+        "Hold a request when a URL scoring FOCUS_PATIENCE_MARGIN more waits at a host that will be "
+        "free within this many seconds (0: never hold). Seeds are never held.")
+    patience_margin: float = setting("FOCUS_PATIENCE_MARGIN", 0.25, _number(float, None), "See FOCUS_PATIENCE.")
+    credit_decay: float = setting(
+        "FOCUS_CREDIT_DECAY", 0.5, _number(float), "Credit passed back per ancestor hop of a relevant page.")
+    exploration: float = setting(
+        "FOCUS_EXPLORATION", 0.3, _number(float),
+        "Weight of the exploration bonus of hosts, path prefixes and pages whose links are untried.")
+    hub_cap: float = setting(
+        "FOCUS_HUB_CAP", 1.5, _number(float),
+        "What a page's fetched children can add to its value at most, in relevant pages: a hub "
+        "that led to many is worth up to FOCUS_CREDIT_DECAY x this more than its own reward, so "
+        "one big hub does not drown the rest.")
+    learning_rate: float = setting(
+        "FOCUS_LEARNING_RATE", 0.05, _number(float),
+        "Step size of the online link model (AdaGrad): larger learns from fewer pages, noisier. "
+        "AdaGrad's first steps for a feature are its largest, and most link words are seen once or "
+        "twice: measured on WebKB, at 0.2 the learned part of a priority ranked the frontier no "
+        "better than chance.")
+
+    # --- Scrapy's settings the crawl reads (their defaults: focuscrawl/settings.py) -----------
+    download_delay: float = _project.DOWNLOAD_DELAY
+    per_host_delays: tuple[tuple[str, float], ...] = ()
+    obey_robots: bool = _project.ROBOTSTXT_OBEY
+    robots_agent: str = _project.ROBOTSTXT_USER_AGENT
+    jobdir: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> FocusConfig:
+        """Every setting read and checked; raises ConfigError naming the first bad one."""
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            name = f.metadata.get("setting")
+            if name is None:
+                continue
+            raw = settings.get(name)
+            if raw is not None:
+                values[f.name] = f.metadata["convert"](name, raw)
+        values.update(_scrapy_settings(settings))
+        return cls(**values)
+
+    @classmethod
+    def settings(cls) -> list[tuple[str, Any, str]]:
+        """(setting name, default, what it does) of every FOCUS_* setting, for documents and help."""
+        return [(f.metadata["setting"], f.default, f.metadata["doc"])
+                for f in dataclasses.fields(cls) if "setting" in f.metadata]
+
+
+def _scrapy_settings(settings: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    delay = settings.get("DOWNLOAD_DELAY")
+    if delay is not None:
+        values["download_delay"] = _number(float)("DOWNLOAD_DELAY", delay)
+    slots = settings.get("DOWNLOAD_SLOTS") or {}
+    if isinstance(slots, str):  # -s DOWNLOAD_SLOTS='{"host": {"delay": 2}}'
+        import json
+
+        try:
+            slots = json.loads(slots)
+        except ValueError:
+            raise ConfigError(f"DOWNLOAD_SLOTS must be a dict, not {slots!r}") from None
+    try:
+        values["per_host_delays"] = tuple(
+            (host, _number(float)(f"DOWNLOAD_SLOTS[{host!r}]['delay']", slot["delay"]))
+            for host, slot in dict(slots).items() if "delay" in slot)
+    except (TypeError, ValueError, AttributeError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError("DOWNLOAD_SLOTS must map hosts to dicts with a numeric 'delay'") from None
+    obey = settings.get("ROBOTSTXT_OBEY")
+    if obey is not None:
+        values["obey_robots"] = _bool("ROBOTSTXT_OBEY", obey)
+    values["robots_agent"] = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or BOT_NAME
+    values["jobdir"] = settings.get("JOBDIR") or None
+    return values
+
+
+#: The default configuration: what a part built without settings uses.
+DEFAULTS = FocusConfig()
