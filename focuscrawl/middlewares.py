@@ -17,6 +17,8 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from focuscrawl import signals as focus_signals
+from focuscrawl.config import FocusConfig
+from focuscrawl.meta import DEPTH, EXPLAIN, PRIORITY, ROBOTS_FOR
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +32,7 @@ class CrawlLogMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler):
-        path = crawler.settings.get("FOCUS_CRAWL_LOG")
+        path = FocusConfig.from_settings(crawler.settings).crawl_log
         if not path:
             raise NotConfigured("FOCUS_CRAWL_LOG not set")
         try:
@@ -53,10 +55,10 @@ class CrawlLogMiddleware:
             "time": round(time.time(), 3),
             "url": request.url,
             "method": request.method,
-            "priority": meta.get("focus_priority"),
-            "why": meta.get("focus_explain"),
-            "depth": meta.get("depth"),
-            "robots_for": meta.get("focus_robots_for"),
+            "priority": meta.get(PRIORITY),
+            "why": meta.get(EXPLAIN),
+            "depth": meta.get(DEPTH),
+            "robots_for": meta.get(ROBOTS_FOR),
         }
 
     def process_response(self, request, response, spider=None):

@@ -2,15 +2,15 @@
 
 With it the frontier stores a queued URL as one packed record (a few hundred bytes, less once
 deflated in a cold run) instead of a live Request, its meta dicts and two numpy arrays (~2.5 KB),
-and hands back an equal Request and vector when the entry leaves (see
-``focuscrawl.frontier.mercator``).
+and hands back an equal Request and vector when the entry leaves (see ``focuscrawl.frontier``).
 
 Blob = feature count (uint16, ``_NO_FEATURES`` for None) + int32 indices + float32 values + the
 canonical parent URL (uint16 length, ``_NO_PARENT`` for a seed, UTF-8) + one pickled tuple for
 the Request, in the spider-independent form of spills and checkpoints
 (``Request.to_dict(spider=...)``): the fields a crawl's requests differ in, the other fields only
 where they are not the default, no URL when it is the entry's (canonical) one, and the spider's
-usual meta (``depth`` + ``focus_link``) as values only (~90 bytes less than a pickled dict).
+usual meta (its depth and LinkMeta, ``focuscrawl.meta.request_meta``) as values only (~90 bytes
+less than a pickled dict).
 Re-scoring reads only the features and the parent (``preview``): no Request is rebuilt for it.
 A JOBDIR checkpoint keeps the frontier's packed records as they are; ``packed_rows`` reads them back
 as the rows of the dict form its other entries have (``unpack_dict``: no spider needed).
@@ -26,7 +26,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from scrapy import Request
 
-from focuscrawl.frontier.mercator import Entry, read_stored, record_priority
+from focuscrawl.frontier import Entry, read_stored, record_priority
+from focuscrawl.meta import DEPTH, LINK, LINK_FIELDS
 
 _COUNT = struct.Struct("<H")
 _NO_FEATURES = 0xFFFF
@@ -34,9 +35,7 @@ _NO_PARENT = 0xFFFF
 _ROW = ("url", "callback", "errback", "meta", "priority", "dont_filter")  # in the pickled tuple, in this order
 _DEFAULTS = {k: v for k, v in Request("http://localhost/").to_dict().items() if k not in _ROW}
 _MISSING = object()
-#: the meta of the spider's links (focuscrawl.spiders.focused), packed as values in this order
-_LINK_KEYS = ("anchor", "context", "parent_url", "parent_score", "hops", "link_score")
-_LINK_SET = frozenset(_LINK_KEYS)
+_LINK_SET = frozenset(LINK_FIELDS)  # a link meta with exactly these keys is packed as values, in LINK_FIELDS order
 
 
 class RequestCodec:
@@ -167,16 +166,16 @@ def _read_parent(blob: bytes, start: int) -> tuple[str | None, int]:
 
 
 _SAME_AS_PARENT = ...  # in a packed meta tuple: parent_url is the blob's (canonical) parent URL
-_PARENT_AT = 1 + _LINK_KEYS.index("parent_url")
+_PARENT_AT = 1 + LINK_FIELDS.index("parent_url")
 
 
 def _pack_meta(meta: dict, parent: str | None) -> tuple | dict:
-    """The spider's link meta ``{depth, focus_link: {_LINK_KEYS}}`` as a tuple of values (its
+    """The spider's link meta ``{DEPTH, LINK: {LINK_FIELDS}}`` as a tuple of values (its
     parent_url not repeated when it is already canonical: the blob holds that); other meta as it
     is (a dict, so the two never mix up)."""
-    link = meta.get("focus_link")
-    if len(meta) == 2 and "depth" in meta and type(link) is dict and link.keys() == _LINK_SET:
-        values = [meta["depth"], *[link[k] for k in _LINK_KEYS]]
+    link = meta.get(LINK)
+    if len(meta) == 2 and DEPTH in meta and type(link) is dict and link.keys() == _LINK_SET:
+        values = [meta[DEPTH], *[link[k] for k in LINK_FIELDS]]
         if parent is not None and values[_PARENT_AT] == parent:
             values[_PARENT_AT] = _SAME_AS_PARENT
         return tuple(values)
@@ -185,9 +184,9 @@ def _pack_meta(meta: dict, parent: str | None) -> tuple | dict:
 
 def _unpack_meta(meta: tuple | dict, parent: str | None) -> dict:
     if type(meta) is tuple:
-        link = dict(zip(_LINK_KEYS, meta[1:]))
+        link = dict(zip(LINK_FIELDS, meta[1:]))
         if link["parent_url"] is _SAME_AS_PARENT:
             link["parent_url"] = parent
-        return {"depth": meta[0], "focus_link": link}
+        return {DEPTH: meta[0], LINK: link}
     return meta
 

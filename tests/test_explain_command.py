@@ -12,6 +12,7 @@ import pytest
 
 from focuscrawl.items import PageItem
 from focuscrawl.learning import link_context, link_features
+from focuscrawl.meta import LINK
 from focuscrawl.replay import RecordedWeb, ReplayProxy
 from focuscrawl.request_codec import packed_rows
 from focuscrawl.store import CrawlStore
@@ -155,7 +156,7 @@ def test_frontier_url_is_re_explained_by_the_checkpointed_learner(job):
     (answer,) = json_lines(result)
     entry = answer["frontier"]
     assert answer["found"] and answer["fetched"] == []  # waiting: not in the store
-    parent = canonicalize(request_dict["meta"]["focus_link"]["parent_url"])
+    parent = canonicalize(request_dict["meta"][LINK]["parent_url"])
     canonical = canonicalize(url)
     assert entry["priority_stored"] == pytest.approx(priority, abs=1e-4)
     assert entry["priority_now"] == pytest.approx(learner.score(features, canonical, parent), abs=1e-4)
@@ -170,7 +171,7 @@ def test_frontier_url_is_re_explained_by_the_checkpointed_learner(job):
     stats = learner.hosts.get(host)
     expected = {"fetched": stats.fetched, "relevant": stats.relevant, "wasted": stats.wasted} if stats else None
     assert entry["host"] == host and entry["host_stats"] == expected
-    assert entry["parent"] == request_dict["meta"]["focus_link"]["parent_url"]
+    assert entry["parent"] == request_dict["meta"][LINK]["parent_url"]
 
 
 @pytest.mark.e2e
@@ -240,7 +241,7 @@ def test_url_queued_after_the_checkpoint_is_found_in_the_journal(tmp_path):
     state = {"entries": [], "seen": SeenSet(), "learner": LinkRewardLearner(), "released": 3, "timing": {},
              "host_admitted": {}, "robots": {}}
     job.save(state)
-    meta = {"depth": 2, "focus_link": {"anchor": "comet atlas", "parent_url": "http://a.test/", "parent_score": 0.9}}
+    meta = {"depth": 2, LINK: {"anchor": "comet atlas", "parent_url": "http://a.test/", "parent_score": 0.9}}
     job.append(("enq", {"url": "http://a.test/comets.html", "meta": meta}))
     job.append(("enq", {"url": "http://a.test/done.html", "meta": meta}))
     job.append(("done", "http://a.test/done.html"))

@@ -9,6 +9,7 @@ from scrapy.utils.misc import is_generator_with_return_value
 from scrapy.utils.test import get_crawler
 
 from focuscrawl import signals as focus_signals
+from focuscrawl.meta import LINK
 from focuscrawl.relevance import TopicModel
 from focuscrawl.scheduler import FocusScheduler
 from focuscrawl.spiders.focused import FocusedSpider
@@ -23,8 +24,8 @@ _NO_LINK = object()
 
 def parse(model_path, link_score=None, link=_NO_LINK, **settings):
     """Parse one page (reached by a link the link model scored ``link_score``, or with ``link`` as
-    its ``focus_link`` meta); returns (the spider, the page_scored signal's arguments, the page, the
-    link requests)."""
+    its link meta, ``meta[LINK]``); returns (the spider, the page_scored signal's arguments, the
+    page, the link requests)."""
     crawler = get_crawler(FocusedSpider, {"FOCUS_MODEL": str(model_path), **settings})
     crawler._apply_settings()
     spider = FocusedSpider.from_crawler(crawler, seeds="http://a.test/")
@@ -34,7 +35,7 @@ def parse(model_path, link_score=None, link=_NO_LINK, **settings):
         link = {"anchor": "notes", "hops": 2}
         if link_score is not None:
             link["link_score"] = link_score
-    request = Request("http://a.test/notes.html", meta={"depth": 1, "focus_link": link})
+    request = Request("http://a.test/notes.html", meta={"depth": 1, LINK: link})
     response = HtmlResponse(request.url, body=PAGE, headers={"Content-Type": "text/html"}, request=request)
     page, *links = list(spider.parse(response))
     return spider, sent[0], page, links
@@ -45,20 +46,20 @@ def test_the_learner_counts_a_page_as_found_from_the_reward_threshold(demo_model
     assert signal["hit"] is True and not page.relevant  # the two thresholds are independent
     assert spider.crawler.stats.get_value("focus/pages/hits") == 1
     assert not spider.crawler.stats.get_value("focus/pages/relevant")
-    assert links and all(r.meta["focus_link"]["hops"] == 0 for r in links)
+    assert links and all(r.meta[LINK]["hops"] == 0 for r in links)
 
     spider, signal, page, links = parse(demo_model, FOCUS_REWARD_THRESHOLD=1.0, FOCUS_RELEVANCE_THRESHOLD=0.0)
     assert signal["hit"] is False and page.relevant
-    assert all(r.meta["focus_link"]["hops"] == 3 for r in links)  # hops count from the last hit
+    assert all(r.meta[LINK]["hops"] == 3 for r in links)  # hops count from the last hit
 
 
 def test_a_request_not_made_from_a_link_is_parsed_like_a_seed(demo_model):
-    """A request another component made (``focus_link`` missing or None) has no link to judge the
+    """A request another component made (its link meta missing or None) has no link to judge the
     page by: the page is scored alone and its links count hops from it."""
     for link in (None, {}):
         _, signal, page, links = parse(demo_model, link=link, FOCUS_REWARD_THRESHOLD=1.0)
         assert page.link_score is None and page.referrer is None and page.score == page.page_score
-        assert signal["hit"] is False and links and all(r.meta["focus_link"]["hops"] == 1 for r in links)
+        assert signal["hit"] is False and links and all(r.meta[LINK]["hops"] == 1 for r in links)
 
 
 def test_by_default_the_reward_threshold_is_the_models_even_odds_score(demo_model):
@@ -89,14 +90,14 @@ def test_the_link_that_led_to_a_page_is_evidence_for_the_item_and_the_learner(de
     assert (good_page.link_score, bad_page.link_score) == (0.99, 0.01)
     evidence = model.with_link_evidence(page.page_score, 0.99)
     assert good_page.score == pytest.approx(evidence) and bad_page.score < page.page_score < good_page.score
-    assert good_links[0].meta["focus_link"]["parent_score"] == pytest.approx(model.probability(evidence), abs=1e-4)
-    assert bad_links[0].meta["focus_link"]["parent_score"] < good_links[0].meta["focus_link"]["parent_score"]
+    assert good_links[0].meta[LINK]["parent_score"] == pytest.approx(model.probability(evidence), abs=1e-4)
+    assert bad_links[0].meta[LINK]["parent_score"] < good_links[0].meta[LINK]["parent_score"]
     # a seed (no link) and FOCUS_LINK_EVIDENCE=0 go by the page alone
     assert plain["hit"] == (page.page_score >= model.even_odds_score)
     _, off, off_page, off_links = parse(demo_model, link_score=0.99, FOCUS_LINK_EVIDENCE=0, **strict)
     assert off["hit"] is False and not off_page.relevant and off_page.score == off_page.page_score
     assert off_page.link_score == 0.99  # still recorded
-    assert off_links[0].meta["focus_link"]["parent_score"] == pytest.approx(model.probability(page.page_score), abs=1e-4)
+    assert off_links[0].meta[LINK]["parent_score"] == pytest.approx(model.probability(page.page_score), abs=1e-4)
 
 
 @pytest.mark.parametrize("owner", [FocusedSpider, FocusScheduler])

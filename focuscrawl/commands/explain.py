@@ -13,6 +13,7 @@ A URL matches a stored page by its requested or final URL, as given or canonical
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -23,7 +24,8 @@ from typing import Any
 
 from focuscrawl.commandbase import CommandError, FocusCommand
 from focuscrawl.jobdir import journal_events
-from focuscrawl.learning import link_context, link_features, link_meta, link_parent
+from focuscrawl.learning import link_context, link_features
+from focuscrawl.meta import DEPTH, LinkMeta, link_parent
 from focuscrawl.request_codec import packed_rows
 from focuscrawl.store import CrawlStore, StoreError, resolve_store_path
 from focuscrawl.urls import canonicalize, host_key
@@ -68,13 +70,13 @@ class Command(FocusCommand):
         if not args:
             raise CommandError(f"no URL given: scrapy explain {self.syntax()}")
         top = _parse_top(opts.top)
-        jobdir = opts.jobdir or self.settings.get("JOBDIR")
+        config = self.config()
+        jobdir = opts.jobdir or config.jobdir
         if jobdir and not os.path.isdir(jobdir):
             raise CommandError(f"no JOBDIR at {jobdir}")
         checkpoint_path = os.path.join(jobdir, CHECKPOINT_FILE) if jobdir else None
-        store_explicit = bool(opts.store or self.settings.get("FOCUS_STORE"))
-        store_path = opts.store or resolve_store_path({"FOCUS_STORE": self.settings.get("FOCUS_STORE"),
-                                                       "JOBDIR": jobdir})
+        store_explicit = bool(opts.store or config.store)
+        store_path = opts.store or resolve_store_path(dataclasses.replace(config, jobdir=jobdir))
         has_checkpoint = bool(checkpoint_path and os.path.exists(checkpoint_path))
         has_store = os.path.exists(store_path)
         if store_explicit and not has_store:
@@ -192,13 +194,12 @@ class Command(FocusCommand):
     @staticmethod
     def _entry_summary(learner, path, host, priority, request_dict, features, canonical, priorities, top) -> dict:
         meta = request_dict.get("meta") or {}
-        link = link_meta(meta)
-        parent = link.get("parent_url")
+        link = LinkMeta.from_meta(meta)
         parent_canonical = link_parent(meta)
         in_flight = math.isinf(priority)  # the scheduler checkpoints requests in flight with priority inf
         if features is not None:
             # the frontier keeps hashed vectors; explanations need names: rebuild them from the link
-            features = link_features(link_context(canonical, request_dict.get("meta") or {}))
+            features = link_features(link_context(canonical, meta))
             score_now = round(float(learner.score(features, canonical, parent_canonical)), 4)
             why_now = [[name, value] for name, value in learner.explain(features, canonical, parent_canonical, top=top)]
         else:
@@ -219,9 +220,9 @@ class Command(FocusCommand):
             "host": host,
             "host_stats": ({"fetched": stats.fetched, "relevant": stats.relevant, "wasted": stats.wasted}
                            if stats is not None else None),
-            "depth": meta.get("depth", 0),
-            "parent": parent,
-            "anchor": link.get("anchor") or "",
+            "depth": meta.get(DEPTH, 0),
+            "parent": link.parent_url,
+            "anchor": link.anchor or "",
         }
 
 
@@ -235,7 +236,7 @@ def _page_summary(page: dict, top: int) -> dict:
         "fetched_at": page.get("fetched_at"),
         "status": page.get("status"),
         "score": page.get("score"),
-        "page_score": page.get("page_score"),  # the page's words alone (stores before session 8: None)
+        "page_score": page.get("page_score"),  # the page's words alone (None in stores older than the column)
         "link_score": page.get("link_score"),  # the link that led there (None: a seed)
         "relevant": bool(page.get("relevant")),
         "priority": extra.get("priority"),

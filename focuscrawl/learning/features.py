@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from focuscrawl.urls import canonicalize, extension, host_key, is_part_of, url_tokens
+from focuscrawl.meta import DEPTH, LinkMeta
+from focuscrawl.urls import extension, host_key, is_part_of, url_tokens
 
 #: The feature of a link from a page the learner counted as found into that page's own directory
 #: (one of its parts). ``scrapy train`` measures its starting weight (``TopicModel.learner_priors``).
@@ -70,25 +71,13 @@ class LinkContext:
     link_score: float | None = None  # the topic model's score of the link's own words
 
 
-def link_meta(meta: dict) -> dict:
-    """What the spider said about the link that led to a request (its ``focus_link`` meta): empty
-    for a request another component made, where the key is missing or None."""
-    return meta.get("focus_link") or {}
-
-
-def link_parent(meta: dict) -> str | None:
-    """The canonical URL of the page a request's link was found on (None for seeds)."""
-    parent = link_meta(meta).get("parent_url")
-    return canonicalize(parent) if parent else None
-
-
 def link_context(url: str, meta: dict) -> LinkContext:
-    """The LinkContext of a request, from what the spider put in its meta (``focus_link``, ``depth``)."""
-    link = link_meta(meta)
+    """The LinkContext of a request, from what the spider put in its meta (its LinkMeta and depth)."""
+    link = LinkMeta.from_meta(meta)
     return LinkContext(
-        url=url, anchor=link.get("anchor", ""), context=link.get("context", ""),
-        parent_url=link.get("parent_url"), parent_score=link.get("parent_score"),
-        depth=meta.get("depth", 0), hops_since_relevant=link.get("hops", 0), link_score=link.get("link_score"),
+        url=url, anchor=link.anchor, context=link.context, parent_url=link.parent_url,
+        parent_score=link.parent_score, depth=meta.get(DEPTH, 0), hops_since_relevant=link.hops,
+        link_score=link.link_score,
     )
 
 

@@ -19,9 +19,10 @@ from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap
 
 from focuscrawl import signals as focus_signals
+from focuscrawl.config import FocusConfig
 from focuscrawl.dedup import content_hash
 from focuscrawl.items import PageItem
-from focuscrawl.learning import link_meta
+from focuscrawl.meta import DEPTH, EXPLAIN, LINK, PRIORITY, ROBOTS_FOR, SITEMAP, LinkMeta, request_meta
 from focuscrawl.parsing import parse_html
 from focuscrawl.relevance import ModelError, TopicModel
 
@@ -68,31 +69,30 @@ class FocusedSpider(scrapy.Spider):
     @classmethod
     def from_crawler(cls, crawler, *args, **kwargs):
         spider = super().from_crawler(crawler, *args, **kwargs)
-        settings = crawler.settings
-        model_path = spider.model_arg or settings.get("FOCUS_MODEL")
+        config = FocusConfig.from_settings(crawler.settings)
+        model_path = spider.model_arg or config.model
         if not model_path:
             raise NotConfigured("no topic model: use -a model=models/NAME.joblib (see `scrapy train`)")
         spider.model = TopicModel.load(model_path)
         spider.seeds = read_seeds(spider.seed_arg)
         threshold = kwargs.get("threshold")
-        spider.threshold = float(threshold) if threshold is not None else settings.getfloat(
-            "FOCUS_RELEVANCE_THRESHOLD", 0.5)
-        reward = settings.get("FOCUS_REWARD_THRESHOLD")  # checked (0 to 1) by the scheduler
-        spider.reward_threshold = spider.model.even_odds_score if reward is None else float(reward)
-        spider.link_evidence = settings.getfloat("FOCUS_LINK_EVIDENCE", 1.0)  # checked (>= 0) by the scheduler
+        spider.threshold = float(threshold) if threshold is not None else config.relevance_threshold
+        reward = config.reward_threshold
+        spider.reward_threshold = spider.model.even_odds_score if reward is None else reward
+        spider.link_evidence = config.link_evidence
+        spider.sitemap_max_urls = config.sitemap_max_urls
         logger.info("pages scoring %.2f or more are relevant items; the link learner counts %.2f or more "
                     "as found", spider.threshold, spider.reward_threshold)
         return spider
 
     async def start(self):
         for url in self.seeds:
-            yield scrapy.Request(url, callback=self.parse, errback=self.fetch_failed,
-                                 meta={"depth": 0, "focus_link": {"anchor": "", "hops": 0}})
+            yield scrapy.Request(url, callback=self.parse, errback=self.fetch_failed, meta=request_meta(LinkMeta(), 0))
 
     # --- sitemaps (listed in robots.txt; the scheduler asks for them) -------------------------
     def sitemap_request(self, url: str) -> scrapy.Request:
         return scrapy.Request(url, callback=self.parse_sitemap, errback=self.fetch_failed,
-                              meta={"focus_sitemap": True, "focus_link": {"anchor": "", "context": "sitemap"}})
+                              meta={SITEMAP: True, LINK: LinkMeta(context="sitemap").to_meta()})
 
     def parse_sitemap(self, response):
         """URLs of a sitemap (or the sitemaps of a sitemap index) go to the frontier, valued by
@@ -109,8 +109,7 @@ class FocusedSpider(scrapy.Spider):
         except Exception as exc:  # noqa: BLE001 - not XML: nothing to follow
             logger.info("sitemap %s is not a sitemap: %s", response.url, exc)
             return
-        limit = self.settings.getint("FOCUS_SITEMAP_MAX_URLS", 10_000)
-        locations = [entry["loc"] for entry, _ in zip(sitemap, range(limit)) if entry.get("loc")]
+        locations = [entry["loc"] for entry, _ in zip(sitemap, range(self.sitemap_max_urls)) if entry.get("loc")]
         self.crawler.stats.inc_value("focus/sitemaps/urls", len(locations))
         if sitemap.type == "sitemapindex":
             for loc in locations:
@@ -118,14 +117,14 @@ class FocusedSpider(scrapy.Spider):
             return
         scores = self.model.score_links([("", "", loc) for loc in locations])
         for loc, link_score in zip(locations, scores):
-            yield scrapy.Request(loc, callback=self.parse, errback=self.fetch_failed, meta={
-                "depth": 1, "focus_link": {"anchor": "", "context": "", "parent_url": response.url,
-                                           "parent_score": None, "hops": 1, "link_score": round(float(link_score), 4)}})
+            link = LinkMeta(parent_url=response.url, hops=1, link_score=round(float(link_score), 4))
+            yield scrapy.Request(loc, callback=self.parse, errback=self.fetch_failed, meta=request_meta(link, 1))
 
     # --- responses ----------------------------------------------------------------------------
     def parse(self, response):
         request = response.request
-        page = self._page_for(response)
+        came_by = LinkMeta.from_meta(request.meta)
+        page = self._page_for(response, came_by)
         links, hit = [], False  # hit: the page counts as found for the learner (FOCUS_REWARD_THRESHOLD)
         found_probability = None
         content_type = page.content_type.split(";")[0].strip().lower()
@@ -138,7 +137,7 @@ class FocusedSpider(scrapy.Spider):
             # a page is judged by its words and by the link that led to it (FOCUS_LINK_EVIDENCE): the
             # item's relevance, the learner's hit and the parent score of its links all follow
             page.page_score = self.model.score(parsed.title, parsed.text)
-            page.link_score = link_meta(request.meta).get("link_score")
+            page.link_score = came_by.link_score
             page.score = self.model.with_link_evidence(page.page_score, page.link_score, self.link_evidence)
             page.relevant = page.score >= self.threshold and not noindex
             hit = page.score >= self.reward_threshold and not noindex
@@ -162,41 +161,39 @@ class FocusedSpider(scrapy.Spider):
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=response,
                                             page=page, links=links, hit=hit)
         yield page
-        hops = 0 if hit else link_meta(request.meta).get("hops", 0) + 1
-        depth = request.meta.get("depth", 0) + 1
+        hops = 0 if hit else came_by.hops + 1
+        depth = request.meta.get(DEPTH, 0) + 1
         # The link model (or the topic model) reads each link's words (anchor, context, URL): a
         # good bet before the learner knows anything about the link's host and path.
         link_scores = self.model.score_links([(link.anchor, link.context, link.url) for link in links])
         for link, link_score in zip(links, link_scores):
-            yield scrapy.Request(
-                link.url, callback=self.parse, errback=self.fetch_failed,
-                meta={"depth": depth, "focus_link": {
-                    "anchor": link.anchor, "context": link.context, "parent_url": response.url,
-                    "parent_score": found_probability, "hops": hops, "link_score": round(float(link_score), 4),
-                }},
-            )
+            outgoing = LinkMeta(anchor=link.anchor, context=link.context, parent_url=response.url,
+                                parent_score=found_probability, hops=hops, link_score=round(float(link_score), 4))
+            yield scrapy.Request(link.url, callback=self.parse, errback=self.fetch_failed,
+                                 meta=request_meta(outgoing, depth))
 
     def fetch_failed(self, failure):
         """A request that produced no response (network error, refused by a middleware)."""
         request = failure.request
-        if request.meta.get("focus_robots_for"):
+        if request.meta.get(ROBOTS_FOR):
             return None
         page = PageItem(url=_first_url(request), final_url=request.url, status=0,
-                        fetched_at=_now(), depth=request.meta.get("depth", 0),
-                        referrer=link_meta(request.meta).get("parent_url"),
+                        fetched_at=_now(), depth=request.meta.get(DEPTH, 0),
+                        referrer=LinkMeta.from_meta(request.meta).parent_url,
                         extra={"error": failure.getErrorMessage()[:300], **_explanation(request)})
         self.crawler.stats.inc_value("focus/pages/failed")
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=None,
                                             page=page, links=[], hit=False)
         return page
 
-    def _page_for(self, response) -> PageItem:
+    @staticmethod
+    def _page_for(response, came_by: LinkMeta) -> PageItem:
         request = response.request
         return PageItem(
             url=_first_url(request), final_url=response.url, status=response.status,
             content_type=response.headers.get(b"Content-Type", b"").decode("latin-1"),
-            fetched_at=_now(), depth=request.meta.get("depth", 0),
-            referrer=link_meta(request.meta).get("parent_url"),
+            fetched_at=_now(), depth=request.meta.get(DEPTH, 0),
+            referrer=came_by.parent_url,
             elapsed=round(float(request.meta.get("download_latency") or 0.0), 4),
             length=len(response.body),
             extra=_explanation(request),
@@ -224,9 +221,9 @@ def _x_robots_tag(response, agent: str | None) -> tuple[bool, bool]:
 def _explanation(request) -> dict:
     """Why the frontier chose this request: its priority at dequeue and the top features."""
     meta = request.meta
-    if meta.get("focus_priority") is None:
+    if meta.get(PRIORITY) is None:
         return {}
-    return {"priority": meta["focus_priority"], "why": meta.get("focus_explain") or []}
+    return {"priority": meta[PRIORITY], "why": meta.get(EXPLAIN) or []}
 
 
 def _first_url(request) -> str:
