@@ -1,21 +1,25 @@
 """The link-reward learner: it learns which links lead to relevant pages, and credits hubs."""
 import pytest
 
+from scrapy.settings import Settings
+
+from focuscrawl.config import DEFAULTS, ConfigError, FocusConfig
 from focuscrawl.learning import LinkContext, LinkRewardLearner, OnlineLinearRegressor, link_features
-from focuscrawl.learning.learner import HUB_CAP
 
 
 def feats(url, anchor, parent_score=0.5, parent="http://a.test/"):
     return link_features(LinkContext(url, anchor, "", parent, parent_score, 2))  # not a seed's link
 
 
-def test_regressor_partial_fit_moves_predictions_toward_targets():
+def test_regressor_fit_moves_predictions_toward_targets():
     model = OnlineLinearRegressor(bits=12)
     x_pos, x_neg = [("w:comet", 1.0), ("bias", 1.0)], [("w:soup", 1.0), ("bias", 1.0)]
+    v_pos, v_neg = model.vectorise(x_pos), model.vectorise(x_neg)
     for _ in range(50):
-        model.partial_fit([x_pos, x_neg], [1.0, 0.0])
-    assert model.predict_one(x_pos) > 0.8
-    assert model.predict_one(x_neg) < 0.2
+        model.fit_vector(v_pos, 1.0)
+        model.fit_vector(v_neg, 0.0)
+    assert model.predict_vector(v_pos) > 0.8
+    assert model.predict_vector(v_neg) < 0.2
     top = max(model.contributions(x_pos), key=lambda kv: kv[1])
     assert top[0] == "w:comet"
 
@@ -45,11 +49,11 @@ def test_credit_flows_back_to_the_hub_that_led_to_relevant_pages():
     learner.observe("http://a.test/cook/1.html", "http://a.test/links.html", feats("http://a.test/cook/1.html", "y"), 0.0, False)
     learner.observe("http://a.test/gone.html", "http://a.test/links.html", feats("http://a.test/gone.html", "y"), -0.2, False, True)
     assert hub.children_value == 1.0
-    # a hub that leads to more relevant pages is worth more, up to HUB_CAP
+    # a hub that leads to more relevant pages is worth more, up to the hub cap
     for i in range(2, 10):
         learner.observe(f"http://a.test/astro/{i}.html", "http://a.test/links.html", feats(f"http://a.test/astro/{i}.html", "x"),
                         1.0, True)
-    assert hub.children_value == 9.0 and hub.value(0.5) == pytest.approx(0.1 + 0.5 * HUB_CAP)
+    assert hub.children_value == 9.0 and hub.value(0.5) == pytest.approx(0.1 + 0.5 * DEFAULTS.hub_cap)
     # credit goes further up: the page that linked to the hub gains too
     assert learner.nodes.get("http://a.test/") is None  # never fetched: nothing to credit
     # a child found to be a duplicate later takes its contribution back
@@ -175,26 +179,18 @@ def test_score_many_equals_score_one_by_one():
 
 
 def test_a_bad_link_evidence_weight_is_refused_before_the_crawl():
-    from scrapy.settings import Settings
-
-    from focuscrawl.scheduler import read_settings
-
-    read_settings(Settings({"FOCUS_LINK_EVIDENCE": "0"}))  # 0: the page alone
-    with pytest.raises(ValueError, match="FOCUS_LINK_EVIDENCE must be at least 0"):
-        read_settings(Settings({"FOCUS_LINK_EVIDENCE": "-1"}))
-    with pytest.raises(ValueError, match="FOCUS_LINK_EVIDENCE must be a number"):
-        read_settings(Settings({"FOCUS_LINK_EVIDENCE": "strong"}))
+    assert FocusConfig.from_settings(Settings({"FOCUS_LINK_EVIDENCE": "0"})).link_evidence == 0  # the page alone
+    with pytest.raises(ConfigError, match="FOCUS_LINK_EVIDENCE must be at least 0"):
+        FocusConfig.from_settings(Settings({"FOCUS_LINK_EVIDENCE": "-1"}))
+    with pytest.raises(ConfigError, match="FOCUS_LINK_EVIDENCE must be a number"):
+        FocusConfig.from_settings(Settings({"FOCUS_LINK_EVIDENCE": "strong"}))
 
 
 def test_hub_cap_is_a_setting():
-    from scrapy.settings import Settings
-
-    from focuscrawl.scheduler import read_settings
-
-    assert read_settings(Settings({"FOCUS_HUB_CAP": "4"}))["learner"].hub_cap == 4.0
-    assert read_settings(Settings())["learner"].hub_cap == HUB_CAP
-    with pytest.raises(ValueError, match="FOCUS_HUB_CAP must be at least 0"):
-        read_settings(Settings({"FOCUS_HUB_CAP": "-1"}))
+    assert FocusConfig.from_settings(Settings({"FOCUS_HUB_CAP": "4"})).hub_cap == 4.0
+    assert LinkRewardLearner().hub_cap == DEFAULTS.hub_cap == FocusConfig.from_settings(Settings()).hub_cap
+    with pytest.raises(ConfigError, match="FOCUS_HUB_CAP must be at least 0"):
+        FocusConfig.from_settings(Settings({"FOCUS_HUB_CAP": "-1"}))
     learner = LinkRewardLearner(hub_cap=0.0)  # 0: only a page's own reward counts
     learner.observe("http://a.test/hub.html", None, feats("http://a.test/hub.html", "x"), 0.1, False)
     learner.observe("http://a.test/1.html", "http://a.test/hub.html", feats("http://a.test/1.html", "x"), 1.0, True)
@@ -202,15 +198,10 @@ def test_hub_cap_is_a_setting():
 
 
 def test_learning_rate_is_a_setting_and_sets_the_step_of_a_first_update():
-    from scrapy.settings import Settings
-
-    from focuscrawl.learning.learner import LEARNING_RATE
-    from focuscrawl.scheduler import read_settings
-
-    assert read_settings(Settings())["learner"].model.learning_rate == LEARNING_RATE
-    assert read_settings(Settings({"FOCUS_LEARNING_RATE": "0.2"}))["learner"].model.learning_rate == 0.2
-    with pytest.raises(ValueError, match="FOCUS_LEARNING_RATE must be a number"):
-        read_settings(Settings({"FOCUS_LEARNING_RATE": "fast"}))
+    assert LinkRewardLearner().model.learning_rate == DEFAULTS.learning_rate
+    assert FocusConfig.from_settings(Settings({"FOCUS_LEARNING_RATE": "0.2"})).learning_rate == 0.2
+    with pytest.raises(ConfigError, match="FOCUS_LEARNING_RATE must be a number"):
+        FocusConfig.from_settings(Settings({"FOCUS_LEARNING_RATE": "fast"}))
     # AdaGrad: a word's first update moves its weight by less than the step, in proportion to it
     weights = []
     for rate in (0.05, 0.2):
