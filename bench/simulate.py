@@ -18,12 +18,12 @@ so use it to screen ideas and ``scrapy evaluate`` to report figures. The simulat
 chaotic too (which hub is found first decides a run): means of six runs move by +-4 points
 between identical set-ups, hence 16 runs by default; compare variants with 16-32. But the seed
 only shuffles the seeds and each round's responses, so the runs of one set-up follow nearly one
-trajectory, and a small change can move them all at once (BENCHMARKS.md 1b-14). ``--jitter SD``
+trajectory, and a small change can move them all at once (see docs/research.md). ``--jitter SD``
 perturbs each round's choice, so the runs sample the neighbouring trajectories, as a real crawl's
 timing does: a gain that vanishes with it belongs to one trajectory. Jittered runs split into a
-starved and a fed mode (BENCHMARKS.md 1b-15), so even 32 of them move by about 0.03 in course
-harvest@500 from one set of runs to the next: ``--first-run N`` repeats a screen on runs N, N+1, ...
-(a run is seeded by its number). ``--version-every N`` sets the learner's re-scoring cadence (the
+starved and a fed mode (on WebKB: whether the one link to a department's course list is fetched
+early), so even 32 of them move by about 0.03 in course harvest@500 from one set of runs to the
+next: ``--first-run N`` repeats a screen on runs N, N+1, ... (a run is seeded by its number). ``--version-every N`` sets the learner's re-scoring cadence (the
 scheduler's is ``learner.VERSION_EVERY``).
 
 ``--rank 300,600`` measures the learner itself, less noisily than recall: after that many requests,
@@ -63,6 +63,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from focuscrawl.config import DEFAULTS
 from focuscrawl.learning import LinkContext, LinkRewardLearner, link_features
 from focuscrawl.learning.learner import VERSION_EVERY, page_reward
 from focuscrawl.parsing import parse_html
@@ -70,9 +71,7 @@ from focuscrawl.relevance import TopicModel
 from focuscrawl.replay import RecordedWeb
 from focuscrawl.replay.linkgraph import PAGE, REDIRECT, LinkGraph, SamePage, load_aliases
 from focuscrawl.replay.metrics import Relevance, load_labels, reachable_relevant
-from focuscrawl.replay.recorded import url_key
-from focuscrawl.settings import FOCUS_DENY_EXTENSIONS
-from focuscrawl.urls import canonicalize, extension, host_key
+from focuscrawl.urls import canonicalize, extension, host_key, url_key
 
 SEEDS = ["http://www.cs.cornell.edu/", "http://www.cs.utexas.edu/", "http://www.cs.washington.edu/",
          "http://www.cs.wisc.edu/"]
@@ -188,7 +187,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     priors = {**(model.learner_priors or {}), **({HUB_FEATURE: 1.0} if hubs else {})}
     learner.use_link_model(model.link_pipeline is not None, priors)
     hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
-    deny = set(FOCUS_DENY_EXTENSIONS)
+    deny = set(DEFAULTS.deny_extensions)
     frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)
     seen: set[str] = set()
     priority: dict[str, float] = {}
@@ -338,7 +337,8 @@ def main(argv=None) -> int:
                              "screen can be repeated on other trajectories")
     parser.add_argument("--budget", type=int, default=1000)
     parser.add_argument("--slots", type=int, default=16, help="requests per round, one per host (default 16)")
-    parser.add_argument("--margin", type=float, default=0.25, help="patience margin (default 0.25)")
+    parser.add_argument("--margin", type=float, default=DEFAULTS.patience_margin,
+                        help=f"patience margin (default {DEFAULTS.patience_margin}, FOCUS_PATIENCE_MARGIN's)")
     parser.add_argument("--oracle", default="off", metavar="PART[,PART]",
                         help="page: labels score pages; value: true future values order the frontier; "
                              "live: links to pages never recorded are not followed; hub: a perfect one-step "

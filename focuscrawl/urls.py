@@ -1,8 +1,14 @@
 """Canonical URLs, host keys and URL tokens: the identity of a URL everywhere in focuscrawl.
 
-Canonicalisation is w3lib's (sorted query, percent-encoding normalised, fragment dropped,
-host lower-cased) plus what crawlers learn the hard way: default ports, session ids and
-tracking parameters do not make a new page.
+Three identities, from the finest to the coarsest, all built on w3lib's canonical form (sorted
+query, percent-encoding normalised, fragment dropped, host lower-cased):
+
+- ``w3lib_canonical``: w3lib's form alone, the identity Scrapy's request fingerprint gives a URL;
+  labels files are matched under it;
+- ``url_key``: that, with the scheme's default port dropped: what a recorded web (the replay,
+  its link graph, the simulation) looks a URL up by;
+- ``canonicalize``: the crawl's own identity (the seen set, the frontier, the learner), which adds
+  what crawlers learn the hard way: session ids and tracking parameters do not make a new page.
 """
 
 from __future__ import annotations
@@ -23,6 +29,39 @@ VOLATILE_PARAMS = re.compile(
 PATH_SESSION = re.compile(r";(jsessionid|phpsessid|sid|sessionid)=[^/?#]*", re.IGNORECASE)
 DEFAULT_PORTS = {"http": 80, "https": 443}
 TOKEN_SPLIT = re.compile(r"[^a-z0-9]+")
+
+
+def _w3lib_form(url: str) -> str | None:
+    """w3lib's canonical form, fragment dropped; None when w3lib cannot parse the URL."""
+    try:
+        return canonicalize_url(url, keep_fragments=False)
+    except Exception:  # noqa: BLE001 - w3lib raises several kinds on malformed URLs
+        return None
+
+
+def w3lib_canonical(url: str) -> str:
+    """w3lib's canonical form of ``url`` (fragment dropped), or ``url`` itself when w3lib cannot
+    parse it (a malformed URL stays its own key). Keeps what ``canonicalize`` drops (session ids,
+    tracking parameters, an explicit default port): two URLs with the same form are one request
+    to Scrapy's fingerprint. The key labels files are matched under."""
+    form = _w3lib_form(url)
+    return url if form is None else form
+
+
+def url_key(url: str) -> str:
+    """The key a recorded web looks ``url`` up by: ``w3lib_canonical`` of the stripped URL, with
+    the scheme's default port dropped and an empty path made ``/`` (a malformed URL: itself,
+    stripped). ``HTTP://Site.TEST:80/a?y=2&x=1#f`` -> ``http://site.test/a?x=1&y=2``. A
+    trailing-slash variant is another key, as it is another URL to a server."""
+    url = url.strip()
+    form = _w3lib_form(url)
+    if form is None:
+        return url
+    parts = urlsplit(form)
+    netloc = parts.netloc.lower()
+    if (parts.scheme == "http" and netloc.endswith(":80")) or (parts.scheme == "https" and netloc.endswith(":443")):
+        netloc = netloc.rsplit(":", 1)[0]
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", parts.query, ""))
 
 
 @lru_cache(maxsize=65536)

@@ -19,7 +19,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from focuscrawl.replay import RecordedWeb, ReplayProxy
-from focuscrawl.replay.recorded import RecordError, url_key
+from focuscrawl.replay.recorded import RecordError
 
 HTML = b"<html><head><title>Home</title></head><body><a href='/a'>a</a></body></html>"
 RECORDS = {
@@ -260,8 +260,7 @@ def test_from_warcs_decodes_bodies_and_keeps_redirects(tmp_path):
     assert page.body == b"<html>zipped page</html>"
     assert page.header("Content-Encoding") is None and page.content_type == "text/html"
     assert web.lookup("http://w.test/dir").location == "http://w.test/dir/"
-    assert web.robots_for("w.test") == "User-agent: *\nAllow: /\n"
-    assert web.robots_for("nobody.test") is None
+    assert web.lookup("http://w.test/robots.txt").body == b"User-agent: *\nAllow: /\n"
     with ReplayProxy(web) as p:
         status, headers, body = get(p, "http://w.test/")
         assert (status, body) == (200, b"<html>zipped page</html>")
@@ -274,12 +273,6 @@ def test_from_warcs_rejects_missing_and_non_warc_files(tmp_path):
     (tmp_path / "junk.warc").write_bytes(b"this is not a warc\n" * 10)
     with pytest.raises(RecordError, match="not a readable WARC"):
         RecordedWeb.from_warcs([tmp_path / "junk.warc"])
-
-
-def test_url_key_is_what_a_canonicalising_crawler_dedups_on():
-    assert url_key("HTTP://Site.TEST:80/a?y=2&x=1#frag") == "http://site.test/a?x=1&y=2"
-    assert url_key("http://site.test") == "http://site.test/"
-    assert url_key("http://site.test/dir") != url_key("http://site.test/dir/")
 
 
 SCRAPY_CLIENT = textwrap.dedent("""

@@ -2,7 +2,8 @@ import random
 from urllib.parse import urlsplit
 
 from focuscrawl import urls
-from focuscrawl.urls import canonicalize, extension, host_key, path_prefix, robots_url, url_tokens
+from focuscrawl.urls import (canonicalize, extension, host_key, path_prefix, robots_url, url_key, url_tokens,
+                             w3lib_canonical)
 
 
 def test_canonical_form_drops_what_does_not_name_a_page():
@@ -12,6 +13,24 @@ def test_canonical_form_drops_what_does_not_name_a_page():
     assert canonicalize("http://x.test/p?sid=9&id=4") == "http://x.test/p?id=4"
     # a search parameter is part of the page, not a session
     assert canonicalize("http://x.test/?s=comets") == "http://x.test/?s=comets"
+
+
+def test_url_key_is_what_a_canonicalising_crawler_dedups_on():
+    assert url_key("HTTP://Site.TEST:80/a?y=2&x=1#frag") == "http://site.test/a?x=1&y=2"
+    assert url_key(" https://site.test:443") == "https://site.test/"
+    assert url_key("http://site.test:8080/a") == "http://site.test:8080/a"
+    assert url_key("http://site.test/dir") != url_key("http://site.test/dir/")
+    # unlike the crawl's canonical form, it keeps sessions and tracking parameters
+    assert url_key("http://site.test/p?sid=9") == "http://site.test/p?sid=9" != canonicalize("http://site.test/p?sid=9")
+
+
+def test_w3lib_canonical_is_scrapys_identity_and_keeps_a_malformed_url():
+    assert w3lib_canonical("HTTP://Site.TEST/a?y=2&x=1#frag") == "http://site.test/a?x=1&y=2"
+    assert w3lib_canonical("http://site.test:80/a") == "http://site.test:80/a"  # the port stays
+    assert url_key("http://site.test:80/a") == "http://site.test/a"
+    malformed = "http://[::1/a"  # w3lib cannot parse it: its own key
+    assert w3lib_canonical(malformed) == malformed
+    assert url_key(f" {malformed} ") == malformed
 
 
 def test_permutations_of_one_query_are_one_url():

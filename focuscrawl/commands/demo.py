@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Iterable, Mapping, TextIO
 from urllib.parse import urlsplit
 
-from w3lib.url import canonicalize_url
-
 from focuscrawl.commandbase import CommandError, FocusCommand
 from focuscrawl.demo import DemoWeb, generate_web
+from focuscrawl.urls import w3lib_canonical
 
 DEFAULT_DIR = "demo-run"
 DEFAULT_BUDGET = 150
@@ -280,25 +279,18 @@ class Summary:
         return self.found / self.requests if self.requests else None
 
 
-def _key(url: str) -> str:
-    try:
-        return canonicalize_url(url, keep_fragments=False)
-    except Exception:
-        return url
-
-
 def summarize(web: DemoWeb, export_rows: Iterable[Mapping], server_log: Iterable[Mapping]) -> Summary:
     """Score a crawl: the export against the labels, the server log for the requests made.
 
     A page is counted once however many URLs serve it: a redirect counts as its target, and an
     exact or near copy as its original (the dedup pipeline keeps only one of them).
     """
-    labels = {_key(u): label for u, label in web.labels.items()}
-    same = {_key(old): _key(new) for old, new in web.redirects.items()}
-    same.update({_key(copy): _key(original) for copy, original, _ in web.duplicates})
+    labels = {w3lib_canonical(u): label for u, label in web.labels.items()}
+    same = {w3lib_canonical(old): w3lib_canonical(new) for old, new in web.redirects.items()}
+    same.update({w3lib_canonical(copy): w3lib_canonical(original) for copy, original, _ in web.duplicates})
 
     def page(url: str) -> str:
-        key = _key(url)
+        key = w3lib_canonical(url)
         return same.get(key, key)
 
     requests = sum(
@@ -313,7 +305,7 @@ def summarize(web: DemoWeb, export_rows: Iterable[Mapping], server_log: Iterable
         if not url:
             continue
         exported += 1
-        if labels.get(_key(url)) == web.topic:
+        if labels.get(w3lib_canonical(url)) == web.topic:
             exported_relevant += 1
             found.add(page(url))
     crawl_hosts = set(web.crawl_hosts)

@@ -29,8 +29,9 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from focuscrawl.parsing import decode_body, parse_html
-from focuscrawl.relevance.links import LinkedWeb, LinkExample, label_key
+from focuscrawl.relevance.links import LinkedWeb, LinkExample
 from focuscrawl.tsv import TsvError, read_pairs
+from focuscrawl.urls import w3lib_canonical
 
 logger = logging.getLogger(__name__)
 
@@ -59,9 +60,6 @@ class ExampleList(list):
         super().__init__(*args)
         self.skipped: Counter = Counter()
         self.links: list[LinkExample] = []
-
-    def per_label(self) -> dict[str, int]:
-        return dict(sorted(Counter(e.label for e in self).items()))
 
 
 def load_examples(
@@ -112,11 +110,12 @@ def _regex(pattern: str | None, name: str):
 
 
 class Labels:
-    """url -> label from a TSV, looked up exactly, then by canonical URL."""
+    """url -> label from a TSV, looked up exactly, then by w3lib's canonical form (``w3lib_canonical``,
+    as the link examples' targets are)."""
 
     def __init__(self, mapping: dict[str, str]):
         self.exact = mapping
-        self.canonical = {label_key(u): label for u, label in mapping.items()}
+        self.canonical = {w3lib_canonical(u): label for u, label in mapping.items()}
 
     def get(self, *urls: str | None) -> str | None:
         for url in urls:
@@ -124,7 +123,7 @@ class Labels:
                 return self.exact[url]
         for url in urls:
             if url:
-                label = self.canonical.get(label_key(url))
+                label = self.canonical.get(w3lib_canonical(url))
                 if label:
                     return label
         return None

@@ -8,7 +8,7 @@ knows (a labelled page, or a URL the web never answered) is one example, labelle
 
 On WebKB, trained on the "misc" universities' links and tested on the four departments' links,
 the link model ranks links to course pages with average precision 0.42 (ROC AUC 0.96) where the
-topic model read on the link's words reaches 0.06 (0.77): see BENCHMARKS.md (tables 1c and 1b-7).
+topic model read on the link's words reaches 0.06 (0.77); ``bench/link_model.py`` measures it.
 
 Documents are ``(anchor, context, url)`` tuples; the pipeline is TF-IDF over prefixed tokens
 (``a:`` anchor words, ``c:`` context words, ``u:`` URL words, ``a#:``/``u#:`` the shapes of the
@@ -28,11 +28,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import average_precision_score
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import Pipeline
-from w3lib.url import canonicalize_url
 
 from focuscrawl.learning.features import STOPWORDS, digit_shapes, words
 from focuscrawl.learning.learner import LINK_PRIORS, WASTE_REWARD
-from focuscrawl.urls import extension, is_part_of, url_tokens
+from focuscrawl.urls import extension, is_part_of, url_tokens, w3lib_canonical
 
 #: The label of a link whose target the training web never answered (it leads nowhere).
 MISSING = "(not recorded)"
@@ -100,16 +99,16 @@ class LinkedWeb:
         self.redirects: dict[str, str] = {}
 
     def add_page(self, url: str, links: list[LinkDocument]) -> None:
-        self.recorded.add(label_key(url))
+        self.recorded.add(w3lib_canonical(url))
         if links:
             self.pages.append((url, links))
 
     def add_record(self, url: str, location: str | None = None) -> None:
         """Any answered URL (error pages included); ``location`` for a redirect."""
-        key = label_key(url)
+        key = w3lib_canonical(url)
         self.recorded.add(key)
         if location:
-            self.redirects[key] = label_key(location)
+            self.redirects[key] = w3lib_canonical(location)
 
     def examples(self, label_of, keep_url=lambda url: True) -> list[LinkExample]:
         """One LinkExample per link (from a page ``keep_url`` keeps, to a target it keeps) whose
@@ -119,7 +118,7 @@ class LinkedWeb:
         for page_url, links in self.pages:
             if not keep_url(page_url):
                 continue
-            source_label = label_of(label_key(page_url))
+            source_label = label_of(w3lib_canonical(page_url))
             for anchor, context, url in links:
                 if not keep_url(url):
                     continue
@@ -129,7 +128,7 @@ class LinkedWeb:
         return out
 
     def _target_label(self, url: str, label_of) -> str | None:
-        key = label_key(url)
+        key = w3lib_canonical(url)
         for _ in range(MAX_REDIRECTS + 1):
             label = label_of(key)
             if label is not None:
@@ -138,14 +137,6 @@ class LinkedWeb:
                 break
             key = self.redirects[key]
         return None if key in self.recorded else MISSING
-
-
-def label_key(url: str) -> str:
-    """The URL as a labels file is matched: w3lib's canonical form (``Labels`` and links alike)."""
-    try:
-        return canonicalize_url(url)
-    except Exception:  # noqa: BLE001 - a URL w3lib cannot parse is its own key
-        return url
 
 
 def part_prior(links: list[LinkExample], scores: np.ndarray, positive_labels: list[str]) -> dict:

@@ -7,7 +7,7 @@
 - ``baselines``: breadth-first, random and oracle crawls simulated on the link graph.
 """
 
-from focuscrawl.replay.recorded import RecordedResponse, RecordedWeb, RecordError, url_key
+from focuscrawl.replay.recorded import RecordedResponse, RecordedWeb, RecordError
 from focuscrawl.replay.server import ReplayProxy
 
-__all__ = ["RecordedWeb", "RecordedResponse", "RecordError", "ReplayProxy", "url_key"]
+__all__ = ["RecordedWeb", "RecordedResponse", "RecordError", "ReplayProxy"]

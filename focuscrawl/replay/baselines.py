@@ -20,7 +20,7 @@ from typing import Iterable
 
 from focuscrawl.replay.linkgraph import MISSING, LinkGraph
 from focuscrawl.replay.metrics import Relevance, found_curve
-from focuscrawl.replay.recorded import url_key
+from focuscrawl.urls import url_key
 
 Requests = list[tuple[str, int]]
 

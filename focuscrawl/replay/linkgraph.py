@@ -21,8 +21,9 @@ from typing import Callable, Iterable, Mapping
 
 from w3lib.url import safe_url_string
 
-from focuscrawl.replay.recorded import RecordedResponse, RecordedWeb, url_key
+from focuscrawl.replay.recorded import RecordedResponse, RecordedWeb
 from focuscrawl.tsv import read_pairs
+from focuscrawl.urls import url_key
 
 logger = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit
 
-from w3lib.url import canonicalize_url
+from focuscrawl.urls import url_key
 
 logger = logging.getLogger(__name__)
 
@@ -27,27 +27,9 @@ class RecordError(ValueError):
     """A WARC or record set that cannot be read (missing file, not a WARC)."""
 
 
-def url_key(url: str) -> str:
-    """The lookup key of a URL: w3lib's canonical form, fragment dropped, default port dropped.
-
-    Two URLs with the same key are the same request to a crawler that canonicalises with w3lib
-    (Scrapy's request fingerprint does).
-    """
-    try:
-        canon = canonicalize_url(url.strip(), keep_fragments=False)
-    except Exception:  # w3lib raises on some malformed URLs; keep them distinct, not fatal
-        return url.strip()
-    parts = urlsplit(canon)
-    netloc = parts.netloc.lower()
-    if (parts.scheme == "http" and netloc.endswith(":80")) or (
-        parts.scheme == "https" and netloc.endswith(":443")
-    ):
-        netloc = netloc.rsplit(":", 1)[0]
-    return urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", parts.query, ""))
-
-
 def host_of(url: str) -> str:
-    """The host key (lower-case netloc without a default port) of a URL."""
+    """The host of a URL as a recorded web keys it: the netloc of its ``url_key`` (lower-case,
+    no default port)."""
     return urlsplit(url_key(url)).netloc
 
 
@@ -206,17 +188,5 @@ class RecordedWeb:
     def __iter__(self):
         return iter(self._exact.values())
 
-    @property
-    def urls(self) -> list[str]:
-        return list(self._exact)
-
     def hosts(self) -> set[str]:
         return {host_of(url) for url in self._exact}
-
-    def robots_for(self, host: str) -> str | None:
-        """The recorded robots.txt of ``host`` (text) when it was recorded with a 2xx, else None."""
-        for scheme in ("http", "https"):
-            resp = self.lookup(f"{scheme}://{host}/robots.txt")
-            if resp is not None and 200 <= resp.status < 300:
-                return resp.body.decode("utf-8", "replace")
-        return None
