@@ -120,7 +120,8 @@ class TopicModel:
         topic, so its probability overstates a minority topic; undoing the balancing puts even
         odds at the training share of negative examples (0.5 when it is not known). The learner
         counts a page as a hit from this score: crediting borderline look-alikes (a course's
-        syllabus for a course) sends the crawl after more of them (BENCHMARKS.md 1b-4)."""
+        syllabus for a course) sends the crawl after more of them (on WebKB, a real course crawl
+        at 0.5 spent requests 200-400 on syllabi and TA lists)."""
         n_pos, n_neg = self.metadata.get("n_positive"), self.metadata.get("n_negative")
         if not isinstance(n_pos, int) or not isinstance(n_neg, int) or n_pos <= 0 or n_neg <= 0:
             return 0.5
@@ -135,10 +136,10 @@ class TopicModel:
         combination. The page's words cannot tell a course's home page from its syllabus, nor a
         student's home page from her CV, and the link that led there often can ("CS 302" against
         "Syllabus"): on WebKB's four departments this lifts the precision of the learner's hits at
-        the same recall (course 0.53 -> 0.65, student 0.70 -> 0.91; BENCHMARKS.md 1b-5), and it
-        ranks a crawl's items better (1b-6). Without
-        a link model the link was scored by this same topic model, which would count one model
-        twice: the page score is returned as it is, as it is for seeds (no link) and ``weight`` 0."""
+        the same recall (course 0.53 -> 0.65, student 0.70 -> 0.91), and it ranks a crawl's items
+        better (see docs/research.md). Without a link model the link was scored by this same topic
+        model, which would count one model twice: the page score is returned as it is, as it is for
+        seeds (no link) and ``weight`` 0."""
         if link_score is None or weight <= 0 or self.link_pipeline is None:
             return page_score
         return _sigmoid(_logit(page_score) + weight * _logit(float(link_score)))
