@@ -11,8 +11,8 @@ priorities uniform in [0, 1); packed by the scheduler's codec (FOCUS_FRONTIER_PA
 They are pushed into its frontier directly (enqueue_request's filters and scoring are not what is
 measured); the seen set holds their URLs, as a crawl's would. Then, timed:
 
-- checkpoint: one ``_checkpoint()``, what blocks the reactor every FOCUS_CHECKPOINT_SECONDS (and
-  at close); and the snapshot's size on disk;
+- checkpoint: one checkpoint (``Persistence.checkpoint``), what blocks the reactor every
+  FOCUS_CHECKPOINT_SECONDS (and at close); and the snapshot's size on disk;
 - resume: a fresh scheduler opened on that JOBDIR (``open()``: the snapshot read, the frontier
   rebuilt, and the checkpoint a resume ends with, also shown on its own);
 - peak MB: the child process's peak resident memory (building the URLs included).
@@ -54,23 +54,44 @@ def child(args) -> dict:
     from focuscrawl.scheduler import FocusScheduler
     from focuscrawl.urls import canonicalize
 
+    try:  # the scheduler's parts; a revision before them (--against) has it all in FocusScheduler
+        from focuscrawl.scheduling.downloader import DownloaderAdapter
+        from focuscrawl.scheduling.persistence import Persistence
+
+        class NoWakeups(DownloaderAdapter):
+            def wake_at(self, monotonic_at, now, soon=False):
+                pass  # no reactor here
+    except ImportError:
+        Persistence = None
+
     spider = crawler_spider()
 
     def opened(jobdir: str) -> FocusScheduler:
         """A scheduler opened on the JOBDIR as a crawl opens it (a stand-in engine: no downloads)."""
         crawler = get_crawler(type(spider), {"ROBOTSTXT_OBEY": False, "JOBDIR": jobdir})
         crawler.engine = SimpleNamespace(downloader=SimpleNamespace(_delay=0.0, _jitter=0.0, per_slot_settings={}))
-        scheduler = FocusScheduler(crawler)
-        scheduler._schedule_wakeup = lambda soon=False: None  # no reactor here
+        if Persistence is None:
+            scheduler = FocusScheduler(crawler)
+            scheduler._schedule_wakeup = lambda soon=False: None  # no reactor here
+        else:
+            scheduler = FocusScheduler.from_crawler(crawler)
+            scheduler.downloader = NoWakeups(crawler)
         scheduler.open(spider)
         return scheduler
 
-    checkpoints = []
-    checkpoint = FocusScheduler._checkpoint
+    def checkpoint(scheduler) -> None:
+        if Persistence is None:
+            scheduler._checkpoint()
+        else:
+            scheduler.persistence.checkpoint(scheduler.learner, scheduler.released)
 
-    def timed_checkpoint(self):
+    checkpoints = []
+    owner, name = (FocusScheduler, "_checkpoint") if Persistence is None else (Persistence, "checkpoint")
+    untimed = getattr(owner, name)
+
+    def timed_checkpoint(*args):
         t = time.perf_counter()
-        checkpoint(self)
+        untimed(*args)
         checkpoints.append(time.perf_counter() - t)
 
     with tempfile.TemporaryDirectory(prefix="focus-ckpt-") as jobdir:
@@ -80,19 +101,20 @@ def child(args) -> dict:
             for host, url, _, _, _ in maker.chunk(min(CHUNK, args.n - start)):
                 request, vector = maker.crawler_entry(host, url)
                 canonical = canonicalize(url)
-                scheduler.seen.add(canonical)
+                (scheduler.seen if Persistence is None else scheduler.admission.seen).add(canonical)
                 scheduler.frontier.push(host, Entry(rng.random(), canonical, request, vector))
-        hosts = scheduler.frontier._hosts.values()
-        assert not any(h.rich for h in hosts), "every entry is packed"
-        cold = sum(h.cold for h in hosts)
+        frontier = scheduler.frontier
+        assert not any(True for _ in frontier.rich_entries()), "every entry is packed"
+        cold = (sum(queue.cold_size() for _, queue in frontier.queues()) if hasattr(frontier, "queues")
+                else sum(h.cold for h in frontier._hosts.values()))
         t = time.perf_counter()
-        scheduler._checkpoint()
+        checkpoint(scheduler)
         t_checkpoint = time.perf_counter() - t
         snapshot = os.path.getsize(os.path.join(jobdir, "focus-frontier.pickle"))
         scheduler.close("finished")  # its own checkpoint (not timed): the same state again
-        del scheduler, hosts
+        del scheduler, frontier
 
-        FocusScheduler._checkpoint = timed_checkpoint
+        setattr(owner, name, timed_checkpoint)
         t = time.perf_counter()
         resumed = opened(jobdir)
         t_resume = time.perf_counter() - t

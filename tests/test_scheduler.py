@@ -1,5 +1,7 @@
 """FocusScheduler's frontier holds packed requests (RequestCodec): few live objects, cold runs for
-deep hosts, and the requests that leave equal the ones that came in."""
+deep hosts, and the requests that leave equal the ones that came in. The scheduler is built as a
+crawl builds it (``from_crawler``) and driven through its parts; a stand-in downloader takes the
+reactor's place."""
 
 import gc
 from types import SimpleNamespace
@@ -9,11 +11,15 @@ import pytest
 from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
+from focuscrawl import signals as focus_signals
 from focuscrawl.frontier import Entry
 from focuscrawl.learning import link_context, link_features
 from focuscrawl.learning.learner import page_reward
-from focuscrawl.politeness import HostTiming
+from focuscrawl.meta import link_parent
 from focuscrawl.scheduler import FocusScheduler
+from focuscrawl.scheduling.downloader import DownloaderAdapter
+from focuscrawl.scheduling.policies import HeadCheck
+from focuscrawl.scheduling.rescoring import ROBOTS_PRIORITY
 from focuscrawl.urls import canonicalize
 
 #: meta keys the scheduler adds when it releases a request
@@ -33,21 +39,65 @@ class LinkSpider(Spider):
         return None
 
 
-def make_scheduler(**settings):
+class FakeCall:
+    """A pending reactor call the test runs by hand."""
+
+    def __init__(self, func):
+        self.func, self.cancelled, self.called = func, False, False
+
+    def active(self):
+        return not (self.cancelled or self.called)
+
+    def cancel(self):
+        self.cancelled = True
+
+    def run(self):
+        self.called = True
+        self.func()
+
+
+class StillDownloader(DownloaderAdapter):
+    """No reactor in these tests: wake-ups are dropped, calls for a later turn are kept (``calls``)
+    for the test to run by hand."""
+
+    def __init__(self, crawler):
+        super().__init__(crawler)
+        self.calls: list[FakeCall] = []
+
+    def wake_at(self, monotonic_at, now, soon=False):
+        pass
+
+    def call_soon(self, func):
+        self.calls.append(FakeCall(func))
+        return self.calls[-1]
+
+
+def built(**settings):
+    """A scheduler as a crawl builds it, with the stand-in downloader."""
     crawler = get_crawler(LinkSpider, {"ROBOTSTXT_OBEY": False, "FOCUS_PATIENCE": 0, **settings})
-    scheduler = FocusScheduler(crawler)
-    scheduler.spider = LinkSpider()  # what open() sets (open() needs a running engine)
-    scheduler._schedule_wakeup = lambda soon=False: None  # no reactor in these tests
+    scheduler = FocusScheduler.from_crawler(crawler)
+    scheduler.downloader = StillDownloader(crawler)
+    return scheduler
+
+
+def make_scheduler(**settings):
+    scheduler = built(**settings)
+    # the spider open() hands the scheduler and its parts (open() needs a running engine)
+    scheduler.spider = scheduler.serializer.spider = scheduler.robots.spider = LinkSpider()
     return scheduler
 
 
 def opened(spider=None, **settings):
     """A scheduler opened as a crawl opens it (with JOBDIR: resumed from it), a stand-in engine."""
-    scheduler = make_scheduler(**settings)
+    scheduler = built(**settings)
     scheduler.crawler.engine = SimpleNamespace(downloader=SimpleNamespace(_delay=1.0, _jitter=0.5,
                                                                           per_slot_settings={}))
-    scheduler.open(spider or scheduler.spider)
+    scheduler.open(spider or LinkSpider())
     return scheduler
+
+
+def head_check(scheduler) -> HeadCheck:
+    return next(policy for policy in scheduler.policies if isinstance(policy, HeadCheck))
 
 
 def link_requests(spider, count):
@@ -82,13 +132,30 @@ def fields(request):
             {k: v for k, v in request.meta.items() if k not in RELEASE_KEYS})
 
 
+def kept_as_objects(frontier) -> int:
+    """Entries the frontier keeps as live objects (not packed)."""
+    return sum(1 for _ in frontier.rich_entries())
+
+
+def cold(frontier) -> int:
+    """Records in the host queues' cold runs."""
+    return sum(queue.cold_size() for _, queue in frontier.queues())
+
+
+def free(scheduler, request):
+    """The request left the downloader (its response in); its host is free again at once."""
+    host = request.meta["focus_host"]
+    assert scheduler.gate.inflight[host] is request
+    assert scheduler.gate.finished(host, request, got_response=True, robots_status=None, now=0.0) is not None
+    assert host not in scheduler.gate.inflight
+    scheduler.frontier.release(host, 0.0)
+
+
 def release_all(scheduler):
     out = []
     while (request := scheduler.next_request()) is not None:
         out.append(request)
-        host = request.meta["focus_host"]
-        del scheduler.inflight[host]
-        scheduler.frontier.release(host, 0.0)
+        free(scheduler, request)
     return out
 
 
@@ -98,12 +165,11 @@ def test_queued_requests_are_packed_records_and_leave_equal():
     requests = link_requests(spider, 600)
     for request in requests:
         assert scheduler.enqueue_request(request)
-    robots = Request("http://h0.test/robots.txt", callback=scheduler._robots_fetched, dont_filter=True,
+    robots = Request("http://h0.test/robots.txt", callback=scheduler.robots.fetched, dont_filter=True,
                      meta={"focus_robots_for": "h0.test"})
     scheduler.enqueue_request(robots)
-    hosts = scheduler.frontier._hosts.values()
-    assert sum(len(h.rich or ()) for h in hosts) == 1  # only the robots.txt request is kept as an object
-    assert sum(h.cold for h in hosts) > 400  # 200 URLs a host: most in cold runs
+    assert kept_as_objects(scheduler.frontier) == 1  # only the robots.txt request is kept as an object
+    assert cold(scheduler.frontier) > 400  # 200 URLs a host: most in cold runs
 
     released = release_all(scheduler)
     assert released[0] is robots  # first in its host's queue, handed back as itself
@@ -117,6 +183,7 @@ def test_queued_requests_are_packed_records_and_leave_equal():
         expected = scheduler.learner.vectorise(link_features(link_context(canonical, original.meta)))
         assert np.array_equal(idx, expected[0]) and np.array_equal(val, expected[1])
         assert idx.dtype == np.int32 and val.dtype == np.float32 and idx.flags.writeable
+    assert scheduler.released == 600  # robots.txt fetches not counted
 
 
 def test_rescoring_and_requeue_keep_packed_requests_whole():
@@ -126,8 +193,8 @@ def test_rescoring_and_requeue_keep_packed_requests_whole():
         scheduler.enqueue_request(request)
     frontier = scheduler.frontier
     frontier.version += 1  # the learner moved on: every entry is stale
-    assert frontier.rescore_stale(scheduler._rescore, limit=10**6) == 300
-    host, entry = frontier.pop(0.0, rescore=scheduler._rescore)
+    assert frontier.rescore_stale(scheduler.rescorer.rescore, limit=10**6) == 300
+    host, entry = frontier.pop(0.0, rescore=scheduler.rescorer.rescore)
     frontier.requeue(host, entry)  # e.g. held back for politeness per IP: back as its record
     frontier.release(host, 0.0)
     released = release_all(scheduler)
@@ -147,7 +214,7 @@ def test_rescoring_packed_entries_reads_no_request_and_gives_the_same_priorities
         # the learner learns: the yield of h0.test and of the links found on its home page move
         scheduler.learner.observe("http://h0.test/section-1/page-1.html", "http://h0.test/", None, 1.0, True)
         scheduler.frontier.version += 1
-        assert scheduler.frontier.rescore_stale(scheduler._rescore, limit=10**6) == 120
+        assert scheduler.frontier.rescore_stale(scheduler.rescorer.rescore, limit=10**6) == 120
     assert rebuilt == []  # re-scoring read features and parents only
     priorities = [sorted((e.url, round(e.priority, 9)) for _, e in s.frontier.entries()) for s in (packed, plain)]
     assert priorities[0] == priorities[1]
@@ -155,42 +222,82 @@ def test_rescoring_packed_entries_reads_no_request_and_gives_the_same_priorities
 
 def test_packing_is_on_by_default_and_off_the_frontier_holds_the_objects():
     crawler = get_crawler(LinkSpider, {"ROBOTSTXT_OBEY": False, "FOCUS_PATIENCE": 0})
-    assert FocusScheduler(crawler).frontier.codec is not None
+    assert FocusScheduler.from_crawler(crawler).frontier.codec is not None
     scheduler = make_scheduler(FOCUS_FRONTIER_PACK=False)
     assert scheduler.frontier.codec is None
     requests = link_requests(scheduler.spider, 60)
     for request in requests:
         scheduler.enqueue_request(request)
-    assert sum(len(h.rich or ()) for h in scheduler.frontier._hosts.values()) == 60
+    assert kept_as_objects(scheduler.frontier) == 60
     assert sorted(map(id, release_all(scheduler))) == sorted(map(id, requests))  # the same objects
 
 
 def test_request_dicts_are_those_of_scrapy():
-    """The scheduler's fast request dict (names of the spider's callbacks cached) is exactly
+    """The serializer's fast request dict (names of the spider's callbacks cached) is exactly
     Scrapy's ``to_dict``, and whatever it cannot name goes to ``to_dict`` (which raises)."""
     scheduler = make_scheduler()
     for request in link_requests(scheduler.spider, 60):
-        assert scheduler._request_dict(request) == request.to_dict(spider=scheduler.spider)
-    robots = Request("http://h0.test/robots.txt", callback=scheduler._robots_fetched)
+        assert scheduler.serializer.to_dict(request) == request.to_dict(spider=scheduler.spider)
+    robots = Request("http://h0.test/robots.txt", callback=scheduler.robots.fetched)
     with pytest.raises(ValueError):
-        scheduler._request_dict(robots)
+        scheduler.serializer.to_dict(robots)
 
 
 def test_a_checkpoint_while_a_head_check_is_in_flight_keeps_the_page_request(tmp_path):
-    from focuscrawl.jobdir import JobDir
-
-    scheduler = make_scheduler(FOCUS_HEAD_CHECK=True)
-    scheduler.job = JobDir(tmp_path / "job")
+    scheduler = make_scheduler(FOCUS_HEAD_CHECK=True, JOBDIR=str(tmp_path / "job"))
     spider = scheduler.spider
     get = Request("http://h0.test/data", callback=spider.parse, errback=spider.fetch_failed,
                   meta={"depth": 1, "focus_link": {"anchor": "data", "parent_url": "http://h0.test/"}})
     assert scheduler.enqueue_request(get)
     head = scheduler.next_request()
-    assert head.method == "HEAD" and head.callback == scheduler._head_checked
-    kept = scheduler.unfinished["http://h0.test/data"]
+    assert head.method == "HEAD" and head.callback == head_check(scheduler).head_checked
+    kept = scheduler.persistence.unfinished["http://h0.test/data"]
     assert kept.method == "GET" and kept.url == get.url and kept.callback == spider.parse
-    scheduler._checkpoint()  # the HEAD's callbacks are the scheduler's: only the GET can be saved
+    # the HEAD's callbacks are the policy's: only the GET can be saved
+    scheduler.persistence.checkpoint(scheduler.learner, scheduler.released)
     assert scheduler.stats.get_value("focus/checkpoints") == 1
+    state, _ = scheduler.persistence.job.load()
+    (row,) = state["entries"]
+    assert row[0] == "h0.test" and row[1] == float("inf") and row[2]["method"] == "GET"
+    assert row[2]["url"] == get.url and row[2]["callback"] == "parse"
+
+
+def test_a_head_check_that_finds_no_page_refuses_it_and_forgets_it_as_in_flight(tmp_path):
+    """Not HTML: the GET is refused (request_refused, head_not_html) and no longer a request in
+    flight that a resume would fetch first."""
+    from scrapy.http import Response
+
+    scheduler = make_scheduler(FOCUS_HEAD_CHECK=True, JOBDIR=str(tmp_path / "job"))
+    refused = []
+    scheduler.crawler.signals.connect(lambda request, reason, **kw: refused.append((request.url, reason)),
+                                      signal=focus_signals.request_refused, weak=False)
+    assert scheduler.enqueue_request(Request("http://h0.test/data", callback=scheduler.spider.parse,
+                                             meta={"depth": 1}))
+    head = scheduler.next_request()
+    assert list(scheduler.persistence.unfinished) == ["http://h0.test/data"]
+    response = Response(head.url, status=200, headers={"Content-Type": "application/pdf"}, request=head)
+    assert head.callback(response) is None
+    assert refused == [("http://h0.test/data", "head_not_html")]
+    assert scheduler.persistence.unfinished == {}
+    assert scheduler.stats.get_value("focus/refused/head_not_html") == 1
+
+
+def test_a_duplicate_is_refused_silently_and_another_spelling_or_a_redirect_to_it_is_reported():
+    scheduler = make_scheduler()
+    refused = []
+    scheduler.crawler.signals.connect(lambda request, reason, **kw: refused.append((request.url, reason)),
+                                      signal=focus_signals.request_refused, weak=False)
+    parse = scheduler.spider.parse
+    assert scheduler.enqueue_request(Request("http://h0.test/a?x=1&y=2", callback=parse))
+    assert not scheduler.enqueue_request(Request("http://h0.test/a?x=1&y=2", callback=parse))
+    assert not scheduler.enqueue_request(Request("http://h0.test/a?y=2&x=1", callback=parse))
+    assert not scheduler.enqueue_request(Request("http://h0.test/a?x=1&y=2", callback=parse,
+                                                 meta={"redirect_times": 1}))
+    assert scheduler.enqueue_request(Request("http://h0.test/a?x=1&y=2", callback=parse, dont_filter=True))
+    assert refused == [("http://h0.test/a?y=2&x=1", "canonical_duplicate"),
+                       ("http://h0.test/a?x=1&y=2", "redirect_target_seen")]
+    assert scheduler.stats.get_value("focus/dupes_filtered") == 3
+    assert len(scheduler.frontier) == 2 and len(scheduler.admission.seen) == 1
 
 
 def test_patience_waits_only_for_a_busy_host_that_can_be_free_within_it():
@@ -203,9 +310,10 @@ def test_patience_waits_only_for_a_busy_host_that_can_be_free_within_it():
         url = f"http://{host}/{name}"
         scheduler.frontier.push(host, Entry(priority, url, Request(url, callback=spider.parse)))
     assert scheduler.next_request().url == "http://a.test/best"  # a.test now has a request in flight
+    assert list(scheduler.gate.inflight) == ["a.test"]
     assert scheduler.next_request() is None  # b.test's poor URL waits for a.test's next
     assert scheduler.stats.get_value("focus/frontier/held") == 1
-    scheduler.delays.set_crawl_delay(scheduler.timing.setdefault("a.test", HostTiming()), 10.0)
+    scheduler.gate.delays.set_crawl_delay(scheduler.gate.timing_of("a.test"), 10.0)
     assert scheduler.next_request().url == "http://b.test/poor"  # a.test is 10 s away: no wait
 
 
@@ -243,6 +351,16 @@ def test_what_exists_when_the_crawl_opens_is_frozen_for_the_garbage_collector_un
         gc.unfreeze()
 
 
+def test_open_takes_the_delays_over_from_the_downloader():
+    """The frontier enforces every delay: the downloader's own are set to zero at open."""
+    scheduler = opened()
+    try:
+        downloader = scheduler.crawler.engine.downloader
+        assert (downloader._delay, downloader._jitter) == (0.0, 0.0)
+    finally:
+        scheduler.close("finished")
+
+
 def test_the_learner_starts_from_the_priors_for_the_spiders_topic_model():
     """The links' scores come from a link model or from the topic model reading their words: the
     learner starts from LINK_PRIORS for the one the spider's model has (known only at open)."""
@@ -260,55 +378,40 @@ def test_the_learner_starts_from_the_priors_for_the_spiders_topic_model():
     assert LinkRewardLearner(link_model=True).model.coef_.tolist() != LinkRewardLearner(link_model=False).model.coef_.tolist()
 
 
-class FakeCall:
-    """A pending reactor call the test runs by hand."""
-
-    def __init__(self, func):
-        self.func, self.cancelled, self.called = func, False, False
-
-    def active(self):
-        return not (self.cancelled or self.called)
-
-    def cancel(self):
-        self.cancelled = True
-
-    def run(self):
-        self.called = True
-        self.func()
-
-
 def test_background_rescoring_of_a_large_frontier_is_spread_over_reactor_turns(monkeypatch):
     """A learner update re-scores up to half the frontier; at 15-30 us an entry, doing it in one go
     at 10^5-10^6 queued URLs stalled every download and callback 0.3-0.7 s. One chunk now runs at
     once, the rest in later reactor turns; a newer update never queues a second call, and close()
-    cancels what is pending."""
-    import focuscrawl.scheduler as module
+    cancels what is pending. The updates come as a crawl sends them: the page_scored signal."""
+    from focuscrawl.scheduling import rescoring
 
-    monkeypatch.setattr(module, "RESCORE_CHUNK", 40)
-    scheduler = make_scheduler()
-    calls = []
-    scheduler._call_soon = lambda func: calls.append(FakeCall(func)) or calls[-1]
-    for request in link_requests(scheduler.spider, 300):
-        scheduler.enqueue_request(request)
-    wasted = SimpleNamespace(score=None, relevant=False, final_url=None)
-    request = Request("http://h0.test/gone.html", meta={"focus_host": "h0.test"})
+    monkeypatch.setattr(rescoring, "CHUNK", 40)
+    scheduler = opened()
+    try:
+        calls = scheduler.downloader.calls
+        for request in link_requests(scheduler.spider, 300):
+            scheduler.enqueue_request(request)
+        wasted = SimpleNamespace(score=None, relevant=False, final_url=None)
+        request = Request("http://h0.test/gone.html", meta={"focus_host": "h0.test"})
 
-    def learner_moves_on():
-        scheduler.learner.version += 1
-        scheduler._on_page_scored(request, None, wasted)
+        def learner_moves_on():
+            scheduler.learner.version += 1
+            scheduler.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=None,
+                                                     page=wasted, spider=scheduler.spider)
 
-    learner_moves_on()
-    first = scheduler.frontier.rescored
-    assert 40 <= first < 150 and len(calls) == 1  # one chunk (whole hosts of 100) now, the rest later
-    while calls[-1].active():
-        calls[-1].run()
-    # the pass (256 entries: half the frontier, at least 256) took three chunks of one host each
-    assert scheduler.frontier.rescored == 300 and len(calls) == 2
+        learner_moves_on()
+        first = scheduler.frontier.rescored
+        assert 40 <= first < 150 and len(calls) == 1  # one chunk (whole hosts of 100) now, the rest later
+        while calls[-1].active():
+            calls[-1].run()
+        # the pass (256 entries: half the frontier, at least 256) took three chunks of one host each
+        assert scheduler.frontier.rescored == 300 and len(calls) == 2
 
-    learner_moves_on()
-    learner_moves_on()  # a pass is pending: the new one takes it on, no second call
-    assert sum(call.active() for call in calls) == 1
-    scheduler.close("finished")
+        learner_moves_on()
+        learner_moves_on()  # a pass is pending: the new one takes it on, no second call
+        assert sum(call.active() for call in calls) == 1
+    finally:
+        scheduler.close("finished")
     assert not any(call.active() for call in calls) and calls[-1].cancelled
 
 
@@ -317,9 +420,7 @@ def test_background_rescoring_of_a_large_frontier_is_spread_over_reactor_turns(m
 def release(scheduler):
     """The next request, its host free again at once."""
     request = scheduler.next_request()
-    host = request.meta["focus_host"]
-    del scheduler.inflight[host]
-    scheduler.frontier.release(host, 0.0)
+    free(scheduler, request)
     return request
 
 
@@ -342,14 +443,12 @@ def killed(tmp_path, monkeypatch):
     since the checkpoint it released two more (journal): one done, the other in flight. Every
     packed request decoded is counted (decoding reads the blob's features and parent first)."""
     from focuscrawl import request_codec
-    from focuscrawl.jobdir import JobDir
 
     unpacked = []
     read = request_codec._unpack_link
     monkeypatch.setattr(request_codec, "_unpack_link", lambda blob, copy=True: unpacked.append(len(blob)) or read(blob, copy))
     jobdir = tmp_path / "job"
-    scheduler = make_scheduler()
-    scheduler.job = JobDir(str(jobdir))
+    scheduler = make_scheduler(JOBDIR=str(jobdir))
     spider = scheduler.spider
     requests = link_requests(spider, 600)
     for request in requests:
@@ -357,20 +456,22 @@ def killed(tmp_path, monkeypatch):
     kept = Request("http://h1.test/kept", callback=spider.parse_other, meta={"depth": 1})
     scheduler.frontier.push("h1.test", Entry(-1.0, kept.url, kept, (("odd", 1.0),)))  # not a vector: not packed
     unfinished = release(scheduler)
-    scheduler.enqueue_request(Request("http://h2.test/robots.txt", callback=scheduler._robots_fetched,
+    scheduler.enqueue_request(Request("http://h2.test/robots.txt", callback=scheduler.robots.fetched,
                                       dont_filter=True, meta={"focus_robots_for": "h2.test"}))
-    assert sum(h.cold for h in scheduler.frontier._hosts.values()) > 400
+    assert cold(scheduler.frontier) > 400
     before = len(unpacked)
-    scheduler._checkpoint()
+    scheduler.persistence.checkpoint(scheduler.learner, scheduler.released)
     unpacked_by_checkpoint = unpacked[before:]
     assert release(scheduler).meta["focus_robots_for"] == "h2.test"
     done, in_flight = release(scheduler), release(scheduler)
-    scheduler._on_item_done(SimpleNamespace(url=done.url, final_url=None))
+    # its item went through the pipelines (what item_scraped tells the scheduler)
+    scheduler.persistence.done({canonicalize(done.url)})
+    assert set(scheduler.persistence.unfinished) == {canonicalize(unfinished.url), canonicalize(in_flight.url)}
     left, _ = drained(scheduler.frontier)  # what the frontier held at the kill
     unpacked.clear()
     by_url = {canonicalize(r.url): r for r in requests + [kept]}
     return SimpleNamespace(jobdir=jobdir, spider=spider, left=left, by_url=by_url, unpacked=unpacked,
-                           unpacked_by_checkpoint=unpacked_by_checkpoint,
+                           unpacked_by_checkpoint=unpacked_by_checkpoint, released=scheduler.released,
                            first=[canonicalize(unfinished.url), canonicalize(in_flight.url)])
 
 
@@ -378,8 +479,9 @@ def resumed_queue(killed, **settings):
     """The frontier of a scheduler resumed from the killed crawl's JOBDIR, drained; its snapshot."""
     scheduler = opened(killed.spider, JOBDIR=str(killed.jobdir), **settings)
     try:
+        assert scheduler.released == killed.released  # the snapshot's, plus those journaled since
         queue = drained(scheduler.frontier)
-        return queue, scheduler.job.load()[0]
+        return queue, scheduler.persistence.job.load()[0]
     finally:
         scheduler.close("finished")
 
@@ -438,6 +540,38 @@ def test_a_snapshot_of_the_previous_format_or_read_with_packing_turned_off_resum
     assert len(snapshot["entries"]) == (0 if pack else len(queue))
 
 
+def test_urls_queued_after_the_snapshot_are_scored_on_resume_by_the_learner_it_saved(tmp_path):
+    """The journal's URLs go through admission again on resume, and are scored by the learner the
+    snapshot brought back, not by a new one (what the crawl had learned is not lost for them)."""
+    jobdir = str(tmp_path / "job")
+    scheduler = make_scheduler(JOBDIR=jobdir)
+    parse = scheduler.spider.parse
+    for i in range(40):  # h0.test's pages were relevant, h1.test's were not
+        host = f"h{i % 2}.test"
+        scheduler.learner.observe(f"http://{host}/seen-{i}.html", f"http://{host}/", None, float(i % 2 == 0),
+                                  i % 2 == 0, wasted=False)
+    scheduler.persistence.checkpoint(scheduler.learner, scheduler.released)
+    late = [Request(f"http://h{i % 2}.test/late-{i}.html", callback=parse,
+                    meta={"depth": 1, "focus_link": {"anchor": "notes", "parent_url": f"http://h{i % 2}.test/"}})
+            for i in range(6)]
+    for request in late:
+        assert scheduler.enqueue_request(request)  # journaled: enq
+    scheduler.persistence.job.flush()  # as the next release does
+    expected = {e.url: e.priority for _, e in scheduler.frontier.entries()}
+    fresh = make_scheduler().learner
+    unlearned = {url: fresh.score(e.features, url, link_parent(e.payload.meta))
+                 for url, e in ((e.url, e) for _, e in scheduler.frontier.entries())}
+    assert all(abs(expected[url] - unlearned[url]) > 1e-6 for url in expected)  # the test can tell them apart
+
+    resumed = opened(JOBDIR=jobdir)
+    try:
+        got = {e.url: e.priority for _, e in resumed.frontier.entries()}
+        assert got == pytest.approx(expected, rel=1e-9, abs=0)
+        assert resumed.learner.version == scheduler.learner.version
+    finally:
+        resumed.close("finished")
+
+
 def _filled_for_rescoring(scheduler):
     """A packed frontier over many hosts: links with parents, seeds without one, a few entries
     without features; then a learner that has seen pages there (dynamic evidence varies)."""
@@ -462,8 +596,7 @@ def _filled_for_rescoring(scheduler):
 
 
 def test_rescoring_packed_entries_from_their_bytes_gives_the_priorities_of_scoring_one_by_one(monkeypatch):
-    from focuscrawl.frontier import mercator
-    from focuscrawl.scheduler import ROBOTS_PRIORITY, _parent
+    from focuscrawl.frontier import entries as frontier_entries
 
     fast, slow = make_scheduler(), make_scheduler()
     for scheduler in (fast, slow):
@@ -471,14 +604,15 @@ def test_rescoring_packed_entries_from_their_bytes_gives_the_priorities_of_scori
     expected = {}
     for _, e in slow.frontier.entries():  # unpacked in full: the Request gives the parent
         expected[e.url] = ROBOTS_PRIORITY if e.features is None else slow.learner.score(
-            e.features, e.url, _parent(e.payload))
-    assert slow.frontier.rescore_stale(lambda entries: slow._rescore_entries(entries), limit=10**6) == 600
-    previews, built = [], []
+            e.features, e.url, link_parent(e.payload.meta))
+    # a plain function, not the PackedRescorer: the frontier unpacks every entry and hands them over
+    assert slow.frontier.rescore_stale(lambda entries: slow.rescorer.rescore(entries), limit=10**6) == 600
+    previews, built_entries = [], []
     preview = fast.frontier._preview
     fast.frontier._preview = lambda url, blob: previews.append(url) or preview(url, blob)
-    monkeypatch.setattr(mercator, "Entry", lambda *a: built.append(a) or Entry(*a))
-    assert fast.frontier.rescore_stale(fast._rescore, limit=10**6) == 600
-    assert previews == [] and built == []  # no preview, no Entry per record
+    monkeypatch.setattr(frontier_entries, "Entry", lambda *a: built_entries.append(a) or Entry(*a))
+    assert fast.frontier.rescore_stale(fast.rescorer.rescore, limit=10**6) == 600
+    assert previews == [] and built_entries == []  # no preview, no Entry per record
     monkeypatch.undo()
     got = {e.url: e.priority for _, e in fast.frontier.entries()}
     assert got == {e.url: e.priority for _, e in slow.frontier.entries()}  # exactly: the entry path's floats

@@ -12,6 +12,8 @@ from focuscrawl import signals as focus_signals
 from focuscrawl.meta import LINK
 from focuscrawl.relevance import TopicModel
 from focuscrawl.scheduler import FocusScheduler
+from focuscrawl.scheduling.policies import HeadCheck
+from focuscrawl.scheduling.robots import RobotsFetcher
 from focuscrawl.spiders.focused import FocusedSpider
 
 PAGE = b"""<html><head><title>Astronomy lecture notes</title></head><body>
@@ -100,10 +102,11 @@ def test_the_link_that_led_to_a_page_is_evidence_for_the_item_and_the_learner(de
     assert off_links[0].meta[LINK]["parent_score"] == pytest.approx(model.probability(page.page_score), abs=1e-4)
 
 
-@pytest.mark.parametrize("owner", [FocusedSpider, FocusScheduler])
+@pytest.mark.parametrize("owner", [FocusedSpider, FocusScheduler, RobotsFetcher, HeadCheck])
 def test_no_callback_is_a_generator_that_returns_a_value(owner):
     """Scrapy would drop such a value silently. Its own per-response check is off
     (WARN_ON_GENERATOR_RETURN_VALUE, for speed), so the check is made here, once, on every method
-    of the classes whose methods are requests' callbacks and errbacks."""
-    methods = [f for f in vars(owner).values() if inspect.isfunction(f)]
+    of the classes whose methods are requests' callbacks and errbacks (the spider's; the
+    scheduler's parts': robots.txt fetches and HEAD checks), static ones included."""
+    methods = [f for f in (getattr(owner, name) for name in vars(owner)) if inspect.isfunction(f)]
     assert methods and not [f.__name__ for f in methods if is_generator_with_return_value(f)]

@@ -1,0 +1,90 @@
+"""Release policies: small pieces the scheduler asks, in turn, about a request the frontier and
+the host gate let go. Each returns the request to send (the same one, or another in its place),
+or None to hold it back (it goes back to the frontier).
+
+- ``Patience``: a request is a cost. When a clearly better URL waits at a host that will be free
+  within ``patience`` seconds, wait for it rather than spend a request on a worse one whose host
+  happens to be free (politeness is untouched: we only wait).
+- ``HeadCheck``: a URL whose extension does not say "page" is checked with a HEAD request first,
+  and skipped unless it is HTML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from scrapy import Request
+
+from focuscrawl import meta as M
+from focuscrawl.frontier import Entry, Frontier
+from focuscrawl.politeness.gate import HostGate
+from focuscrawl.urls import canonicalize, extension
+
+#: extensions that name a page: no HEAD check needed before fetching
+PAGE_EXTENSIONS = frozenset({"html", "htm", "shtml", "xhtml", "php", "asp", "aspx", "jsp", "cfm", "cgi", "pl"})
+
+
+class ReleasePolicy(Protocol):
+    def review(self, host: str, entry: Entry, request: Request, now: float) -> Request | None: ...
+
+
+class Patience:
+    """A host with a request in flight counts as free at the earliest its delay after now (its
+    response ends later): one with a longer delay (Crawl-delay, back-off) is not waited for. A seed
+    (depth 0) is never held: the user chose it as a way into the topic, and holding seeds while
+    the first site's rich links kept coming left the other sites, and all they lead to, waiting
+    for hundreds of requests."""
+
+    def __init__(self, frontier: Frontier, gate: HostGate, patience: float, margin: float):
+        self.frontier = frontier
+        self.gate = gate
+        self.patience = patience
+        self.margin = margin
+
+    def review(self, host: str, entry: Entry, request: Request, now: float) -> Request | None:
+        if request.meta.get(M.DEPTH) == 0:
+            return request
+        best = self.frontier.best_soon(now, self.patience, self.gate.soon_free(now, self.patience))
+        return None if best > entry.priority + self.margin else request
+
+
+class HeadCheck:
+    """``refuse(request, reason)`` reports a URL that is not HTML; ``dropped(canonical_url)``
+    forgets it as a request in flight."""
+
+    def __init__(self, stats, refuse: Callable[[Request, str], object], dropped: Callable[[str], object]):
+        self.stats = stats
+        self.refuse = refuse
+        self.dropped = dropped
+
+    def review(self, host: str, entry: Entry, request: Request, now: float) -> Request | None:
+        meta = request.meta
+        if (request.method != "GET" or meta.get(M.HEAD_CHECKED) or meta.get(M.SITEMAP)
+                or urlsplit(request.url).path.endswith("/") or extension(request.url) in PAGE_EXTENSIONS):
+            return request
+        head = request.replace(method="HEAD", callback=self.head_checked, errback=self.head_failed)
+        head.meta[M.HEAD_FOR] = request
+        self.stats.inc_value("focus/head/requests")
+        return head
+
+    def head_checked(self, response):
+        original = response.meta[M.HEAD_FOR]
+        content_type = response.headers.get(b"Content-Type", b"").decode("latin-1").lower()
+        if response.status < 400 and content_type and "html" not in content_type:
+            self.stats.inc_value("focus/head/not_html")
+            self.refuse(original, "head_not_html")
+            self.dropped(canonicalize(original.url))
+            return None
+        return self.get_after_head(original)
+
+    def head_failed(self, failure):
+        return self.get_after_head(failure.request.meta[M.HEAD_FOR])
+
+    @staticmethod
+    def get_after_head(original: Request) -> list[Request]:
+        """The GET, back through the frontier, marked so that it is not checked again."""
+        original.meta[M.HEAD_CHECKED] = True
+        original.dont_filter = True  # already in the seen set: it was admitted once
+        return [original]
