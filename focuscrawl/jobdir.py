@@ -43,27 +43,15 @@ class JobDir:
         self._journal = None
 
     def _journal_path(self, generation: int) -> str:
-        return os.path.join(self.path, f"focus-journal-{generation}.pickle")  # as journal_events reads it
+        return journal_path(self.path, generation)
 
     # --- reading ------------------------------------------------------------------------------
     def load(self) -> tuple[dict[str, Any] | None, list[tuple]]:
         """The last snapshot (None if there is none) and the journal events written after it."""
-        snapshot = os.path.join(self.path, SNAPSHOT)
-        state = None
-        if os.path.exists(snapshot):
-            try:
-                with open(snapshot, "rb") as handle:
-                    state = pickle.load(handle)
-                missing = SNAPSHOT_KEYS - set(state) if isinstance(state, dict) else SNAPSHOT_KEYS
-                if missing:
-                    raise ValueError(f"not a focuscrawl snapshot (missing {', '.join(sorted(missing))})")
-                if state.get("format", 1) > SNAPSHOT_FORMAT:
-                    raise ValueError(f"snapshot format {state['format']} is newer than this focuscrawl's "
-                                     f"({SNAPSHOT_FORMAT})")
-            except Exception as exc:  # noqa: BLE001 - any unreadable file means: start afresh
-                raise JobDirError(f"cannot resume from {snapshot}: {exc}") from exc
+        state, events = read_jobdir(self.path)
+        if state is not None:
             self.generation = state.get("generation", 0)
-        return state, list(_read_events(self._journal_path(self.generation)))
+        return state, events
 
     # --- writing ------------------------------------------------------------------------------
     def _open_journal(self) -> None:
@@ -118,9 +106,31 @@ class JobDir:
             self._journal = None
 
 
-def journal_events(jobdir: str, generation: int) -> list[tuple]:
-    """The journal written after the snapshot of ``generation`` (``enq``, ``deq``, ``done`` events)."""
-    return list(_read_events(os.path.join(jobdir, f"focus-journal-{generation}.pickle")))
+def read_jobdir(path: str) -> tuple[dict[str, Any] | None, list[tuple]]:
+    """The last snapshot in the JOBDIR ``path`` (None if there is none) and the journal events written
+    after it, read without changing anything there; a snapshot that cannot be used raises
+    JobDirError."""
+    snapshot = os.path.join(path, SNAPSHOT)
+    state = None
+    if os.path.exists(snapshot):
+        try:
+            with open(snapshot, "rb") as handle:
+                state = pickle.load(handle)
+            missing = SNAPSHOT_KEYS - set(state) if isinstance(state, dict) else SNAPSHOT_KEYS
+            if missing:
+                raise ValueError(f"not a focuscrawl snapshot (missing {', '.join(sorted(missing))})")
+            if state.get("format", 1) > SNAPSHOT_FORMAT:
+                raise ValueError(f"snapshot format {state['format']} is newer than this focuscrawl's "
+                                 f"({SNAPSHOT_FORMAT})")
+        except Exception as exc:  # noqa: BLE001 - any unreadable file means: start afresh
+            raise JobDirError(f"cannot resume from {snapshot}: {exc}") from exc
+    generation = state.get("generation", 0) if state is not None else 0
+    return state, list(_read_events(journal_path(path, generation)))
+
+
+def journal_path(jobdir: str, generation: int) -> str:
+    """The journal written after the snapshot of ``generation``."""
+    return os.path.join(jobdir, f"focus-journal-{generation}.pickle")
 
 
 def _read_events(path: str):

@@ -17,16 +17,15 @@ import dataclasses
 import json
 import math
 import os
-import pickle
 import sys
 from datetime import UTC, datetime
 from typing import Any
 
 from focuscrawl.commandbase import CommandError, FocusCommand
-from focuscrawl.jobdir import journal_events
+from focuscrawl.jobdir import JobDirError
 from focuscrawl.learning import link_context, link_features
 from focuscrawl.meta import DEPTH, LinkMeta, link_parent
-from focuscrawl.request_codec import packed_rows
+from focuscrawl.scheduling.persistence import Checkpoint, read_checkpoint
 from focuscrawl.store import CrawlStore, StoreError, resolve_store_path
 from focuscrawl.urls import canonicalize, host_key
 
@@ -138,36 +137,36 @@ class Command(FocusCommand):
 
     # --- the frontier checkpoint --------------------------------------------------------------
     @staticmethod
-    def _load_checkpoint(path: str) -> dict:
+    def _load_checkpoint(path: str) -> Checkpoint:
+        """The crawl's checkpoint, read as a resumed crawl reads it."""
         try:
-            with open(path, "rb") as handle:
-                state = pickle.load(handle)
-        except OSError as exc:
-            raise CommandError(f"cannot read the frontier checkpoint {path}: {exc.strerror or exc}") from None
-        except Exception as exc:  # noqa: BLE001 - a torn or foreign pickle can raise almost anything
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            checkpoint = read_checkpoint(os.path.dirname(path))
+        except JobDirError as exc:
+            cause = exc.__cause__ or exc
+            if isinstance(cause, OSError):
+                raise CommandError(f"cannot read the frontier checkpoint {path}: {cause.strerror or cause}") from None
+            reason = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
             raise CommandError(f"{path} is not a usable frontier checkpoint ({reason})") from None
+        state = checkpoint.state
         learner = state.get("learner") if isinstance(state, dict) else None
         if (not isinstance(state, dict) or not isinstance(state.get("entries"), list)
                 or not all(hasattr(learner, name) for name in ("score", "explain", "hosts"))):
             raise CommandError(f"{path} is not a focuscrawl frontier checkpoint")
-        return state
+        return checkpoint
 
     def _from_checkpoint(self, path: str, urls: list[str], top: int) -> dict[str, dict | None]:
-        state = self._load_checkpoint(path)
-        learner = state["learner"]
+        checkpoint = self._load_checkpoint(path)
+        learner = checkpoint.state["learner"]
         # the journal since the snapshot: pages done since then are no longer waiting, and URLs
         # queued since then are (their priority is scored now: the journal keeps none)
-        events = journal_events(os.path.dirname(path), state.get("generation", 0))
-        done = {payload for kind, payload in events if kind == "done"}
-        entries = list(state["entries"])
+        done = checkpoint.done
         try:
-            entries += packed_rows(state.get("packed", ()))  # a snapshot of format 2: its packed records
+            entries = checkpoint.rows()
         except Exception as exc:  # noqa: BLE001 - a foreign snapshot's records can raise almost anything
             raise CommandError(f"{path} is not a usable frontier checkpoint (bad packed records: {exc})") from None
-        for kind, payload in events:
-            if kind == "enq" and isinstance(payload, dict) and canonicalize(payload.get("url", "")) not in done:
-                canonical = canonicalize(payload["url"])
+        for payload in checkpoint.queued_since():
+            canonical = canonicalize(payload.get("url", ""))
+            if canonical not in done:
                 named = link_features(link_context(canonical, payload.get("meta") or {}))
                 priority = learner.score(named, canonical, link_parent(payload.get("meta") or {}))
                 entries.append((host_key(canonical), priority, payload, ()))

@@ -17,13 +17,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from scrapy import Request
 
 from focuscrawl.frontier import Entry, Frontier
 from focuscrawl.frontier.mercator import read_stored, record_priority
 from focuscrawl.frontier.admission import Admission
-from focuscrawl.jobdir import JobDir, JobDirError
+from focuscrawl.jobdir import JobDir, JobDirError, read_jobdir
 from focuscrawl.learning import link_context, link_features
 from focuscrawl.learning.learner import is_vector
 from focuscrawl.meta import FEATURES, ROBOTS_FOR
@@ -142,9 +144,8 @@ class Persistence:
             return learner, released
         if state is None and not events:
             return learner, released
-        done = {url for kind, url in events if kind == "done"}
-        # released after the snapshot and never finished: in flight at the kill, fetch them first
-        pending = {url for kind, url in events if kind == "deq"} - done
+        checkpoint = Checkpoint(state, events)
+        done, pending = checkpoint.done, checkpoint.pending
         if state is not None:
             self.admission.seen, learner = state["seen"], state["learner"]
             use_learner(learner)
@@ -209,3 +210,39 @@ def _vector(learner, features, canonical: str, request: Request):
     if is_vector(features):
         return features
     return learner.vectorise(link_features(link_context(canonical, request.meta)))
+
+
+@dataclass
+class Checkpoint:
+    """A JOBDIR's last snapshot (None when there is none) and the journal written after it: what a
+    resumed crawl and ``scrapy explain`` read."""
+
+    state: dict[str, Any] | None
+    events: list[tuple]
+
+    @property
+    def done(self) -> set[str]:
+        """Pages whose items went through the pipelines since the snapshot."""
+        return {url for kind, url in self.events if kind == "done"}
+
+    @property
+    def pending(self) -> set[str]:
+        """URLs released since the snapshot and never finished: in flight at the kill."""
+        return {url for kind, url in self.events if kind == "deq"} - self.done
+
+    def queued_since(self) -> list[dict]:
+        """The request dicts of the URLs queued since the snapshot."""
+        return [payload for kind, payload in self.events if kind == "enq" and isinstance(payload, dict)]
+
+    def rows(self) -> list[tuple]:
+        """Every (host, priority, request dict, features) row of the snapshot, its packed records
+        unpacked without a spider (callbacks stay names)."""
+        if self.state is None:
+            return []
+        return [*self.state["entries"], *packed_rows(self.state.get("packed", ()))]
+
+
+def read_checkpoint(jobdir: str) -> Checkpoint:
+    """The JOBDIR's checkpoint, read without changing anything; raises JobDirError when its
+    snapshot cannot be used."""
+    return Checkpoint(*read_jobdir(jobdir))
