@@ -104,6 +104,10 @@ def _text(name: str, raw: Any) -> str:
     return raw
 
 
+#: FOCUS_STRATEGY's choices (focuscrawl/learning/strategies.py implements them)
+STRATEGIES = ("learned", "bestfirst", "shark", "bfs")
+
+
 def setting(name: str, default: Any, convert: Callable[[str, Any], Any], doc: str) -> Any:
     """A FocusConfig field read from the setting ``name``."""
     if isinstance(default, list | set | dict):
@@ -211,7 +215,14 @@ class FocusConfig:
         "robots.txt answering 5xx); with JOBDIR the waiting URLs are kept for a resumed crawl.")
     checkpoint_seconds: float = setting(
         "FOCUS_CHECKPOINT_SECONDS", 30.0, _number(float), "JOBDIR checkpoint period.")
-    # --- the order: patience and the link learner --------------------------------------------
+    # --- the order: the strategy, patience and the link learner -------------------------------
+    strategy: str = setting(
+        "FOCUS_STRATEGY", "learned", _choice(*STRATEGIES),
+        "What orders the frontier: 'learned', the link-reward learner; or a classic focused crawler "
+        "to compare it with (focuscrawl/learning/strategies.py): 'bestfirst', the score of the best "
+        "page found linking to a URL; 'shark', shark-search (Hersovici et al. 1998); 'bfs', "
+        "breadth-first by discovery order. The frontier, admission, politeness and robots.txt are "
+        "the same for all.")
     patience: float = setting(
         "FOCUS_PATIENCE", 2.0, _number(float),
         "Hold a request when a URL scoring FOCUS_PATIENCE_MARGIN more waits at a host that will be "

@@ -9,13 +9,18 @@ starts everything it is handed at once and priority is global across hosts.
 
 The scheduler only wires its parts together::
 
-    enqueue_request = admission.admit -> learner.score -> frontier.push   (journaled with JOBDIR)
+    enqueue_request = admission.admit -> strategy.score -> frontier.push   (journaled with JOBDIR)
     next_request    = frontier.pop -> gate.check -> release policies -> release
 
 Feedback arrives through signals: ``response_downloaded`` (latency, status, Retry-After: the
 gate), ``request_left_downloader`` (the host is free again), ``focuscrawl.signals.page_scored``
 (the learner's reward; the frontier is re-scored as the learner moves on), and
 ``item_scraped``/``item_dropped`` (a page done; a duplicate is waste).
+
+``FOCUS_STRATEGY`` chooses what sets the priorities (``focuscrawl.learning.strategies``): the
+learner (``learned``, the default) or a classic focused crawler to compare it with (``bestfirst``,
+``shark``, ``bfs``). The learner observes pages whatever the strategy, but only ``learned`` takes
+its scores as priorities; everything else (admission, gate, policies) is the same.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from focuscrawl.frontier import Entry, Frontier
 from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
 from focuscrawl.learning.learner import page_reward
+from focuscrawl.learning.strategies import LearnedStrategy, make_strategy
 from focuscrawl.meta import link_parent
 from focuscrawl.politeness import DelayPolicy
 from focuscrawl.politeness.gate import HostGate, PerIpLimit
@@ -57,7 +63,7 @@ FRONTIER_DEFLATE_FROM = 50_000
 class FocusScheduler:
     def __init__(self, crawler, config: FocusConfig, *, frontier: Frontier, admission: Admission, gate: HostGate,
                  learner: LinkRewardLearner, serializer: RequestSerializer, downloader: DownloaderAdapter,
-                 persistence: Persistence | None = None):
+                 persistence: Persistence | None = None, strategy=None):
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
@@ -68,8 +74,10 @@ class FocusScheduler:
         self.serializer = serializer
         self.downloader = downloader
         self.persistence = persistence
+        # what sets the priorities (FOCUS_STRATEGY): by default the learner
+        self.strategy = strategy if strategy is not None else LearnedStrategy(learner)
         # through the attribute, so that a test may stand in for the reactor
-        self.rescorer = BackgroundRescorer(frontier, learner, lambda func: self.downloader.call_soon(func))
+        self.rescorer = BackgroundRescorer(frontier, self.strategy, lambda func: self.downloader.call_soon(func))
         self.robots = RobotsFetcher(crawler, gate, frontier, self._free, over_cap=config.crawl_delay_over_cap,
                                     follow_sitemaps=config.follow_sitemaps)
         self.policies: list[ReleasePolicy] = []
@@ -105,7 +113,8 @@ class FocusScheduler:
         persistence = (Persistence(config.jobdir, serializer, frontier, admission, gate, crawler.stats,
                                    config.checkpoint_seconds) if config.jobdir else None)
         return cls(crawler, config, frontier=frontier, admission=admission, gate=gate, learner=learner,
-                   serializer=serializer, downloader=DownloaderAdapter(crawler), persistence=persistence)
+                   serializer=serializer, downloader=DownloaderAdapter(crawler), persistence=persistence,
+                   strategy=make_strategy(config.strategy, learner, config))
 
     # --- lifecycle ----------------------------------------------------------------------------
     def open(self, spider):
@@ -193,12 +202,14 @@ class FocusScheduler:
         if reason in DUPLICATES:
             self.stats.inc_value("focus/dupes_filtered")
             if reason == SEEN:
+                # found again: a classic strategy may raise the URL's priority (re-scored as it settles)
+                if self.strategy.refound(canonical, meta):
+                    self.stats.inc_value("focus/strategy/raised")
                 return False
         if reason:
             return self._refuse(request, reason)
         vector = self.learner.vectorise(link_features(link_context(canonical, meta)))
-        entry = Entry(self.learner.score(vector, canonical, link_parent(meta)), canonical, request, vector,
-                      self.frontier.version)
+        entry = Entry(self.strategy.score(canonical, meta, vector), canonical, request, vector, self.frontier.version)
         pruned = self.frontier.push(host_key(canonical), entry)
         if self.persistence is not None:
             self.persistence.enqueued(request)
@@ -231,6 +242,8 @@ class FocusScheduler:
             self._free(host, now)
         if self.persistence is not None and self.persistence.checkpoint_due(now):
             self.persistence.checkpoint(self.learner, self.released)
+        if self.strategy.settle():  # queued URLs found on better pages since: re-score them
+            self.rescorer.learner_updated()
         frontier = self.frontier
         for _ in range(10_000):
             popped = frontier.pop(now, rescore=self.rescorer.rescore)
@@ -285,8 +298,8 @@ class FocusScheduler:
             meta[M.PRIORITY] = round(entry.priority, 4)
             if entry.features is not None:
                 meta[M.FEATURES] = entry.features
-            meta[M.EXPLAIN] = self.learner.explain(link_features(link_context(entry.url, meta)), entry.url,
-                                                   link_parent(meta))
+            meta[M.EXPLAIN] = self.strategy.explain(entry.url, meta)
+            self.strategy.released(entry.url)
             self.stats.inc_value("focus/requests_released")
             if self.persistence is not None:
                 self.persistence.released(entry.url, meta.get(M.HEAD_FOR) or request)

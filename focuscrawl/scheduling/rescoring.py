@@ -1,4 +1,5 @@
-"""Re-scoring the frontier as the learner learns.
+"""Re-scoring the frontier as the ordering strategy's priorities move (``FOCUS_STRATEGY``): the
+learner's as it learns, a classic strategy's as a queued URL is found on a better page.
 
 Every entry carries the learner version it was scored under. Stale entries are re-scored lazily
 as they reach the top of their host queue (the frontier does that on ``pop``), and after each
@@ -14,6 +15,8 @@ from typing import Any
 
 from focuscrawl.frontier import Entry, Frontier
 from focuscrawl.frontier.mercator import PackedRescorer
+from focuscrawl.learning.learner import LinkRewardLearner
+from focuscrawl.learning.strategies import LearnedStrategy
 from focuscrawl.meta import link_parent
 from focuscrawl.request_codec import LinkPreview
 
@@ -27,29 +30,42 @@ CHUNK = 2048
 
 
 class BackgroundRescorer:
-    """The learner's priorities for the frontier's entries, lazily and in background chunks.
-    ``call_soon(func)`` runs ``func`` in a later turn of the event loop and returns a cancellable
-    call."""
+    """The strategy's priorities for the frontier's entries, lazily and in background chunks.
+    ``strategy``: a ``focuscrawl.learning.strategies`` strategy (a ``LinkRewardLearner`` is taken
+    as the ``learned`` one). ``call_soon(func)`` runs ``func`` in a later turn of the event loop and
+    returns a cancellable call."""
 
-    def __init__(self, frontier: Frontier, learner, call_soon: Callable[[Callable[[], None]], Any]):
+    def __init__(self, frontier: Frontier, strategy, call_soon: Callable[[Callable[[], None]], Any]):
+        if isinstance(strategy, LinkRewardLearner):
+            strategy = LearnedStrategy(strategy)
         self.frontier = frontier
-        self.learner = learner
+        self.strategy = strategy
         self.call_soon = call_soon
-        self.version = learner.version
+        self.version = strategy.version
         self.left = 0  # entries still due in the current background pass
         self._call = None  # the pending call that takes the pass on
-        # packed entries are re-scored from their bytes, others as entries
-        self.rescore = PackedRescorer(self._rescore_entries, self._rescore_packed)
+        # the learner's: packed entries are re-scored from their bytes, others as entries; a
+        # classic strategy's: as entries (it needs their stored priority)
+        self.rescore = (PackedRescorer(self._rescore_entries, self._rescore_packed) if strategy.packed
+                        else strategy.rescore)
+
+    @property
+    def learner(self):
+        """The learner whose scores are the priorities (``learned``); None for another strategy."""
+        return getattr(self.strategy, "learner", None)
 
     def use_learner(self, learner) -> None:
         """A learner restored from a checkpoint replaces the crawl's."""
-        self.learner = learner
-        self.version = learner.version
+        if self.strategy.packed:
+            self.strategy.learner = learner
+            self.version = self.strategy.version
 
     def learner_updated(self) -> None:
-        if self.learner.version == self.version:
+        """The strategy's priorities may have moved (a new learner version, a URL found on a better
+        page): stale entries are re-scored lazily, and a share of them in the background."""
+        if self.strategy.version == self.version:
             return
-        self.version = self.learner.version
+        self.version = self.strategy.version
         self.frontier.version += 1
         # entries whose value rose since they were queued must surface: refresh a good share of
         # the frontier each time (bounded), not only what reaches the top of a host queue
