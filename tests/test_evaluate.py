@@ -250,3 +250,61 @@ def test_evaluate_end_to_end_on_the_demo_web(demo_web, demo_files, demo_model, t
     assert report["crawlers"]["oracle"]["found_at"][str(budget)] >= crawl["found"]
     assert (tmp_path / "curve.png").stat().st_size > 1000
     assert "focuscrawl" in result.stdout and "oracle" in result.stdout
+
+
+def test_several_strategies_are_reported_side_by_side_with_the_baselines(tmp_path):
+    from focuscrawl.commands.evaluate import evaluate_strategies
+
+    web = RecordedWeb.from_records(RECORDS)
+    graph = LinkGraph.from_web(web)
+    relevance = Relevance(LABELS, ["topic"], SamePage.for_graph(graph))
+    logs = {}
+    for name, orders in (("bestfirst", [["/", "/a", "/t1", "/b", "/old", "/t2"]]),
+                         ("bfs", [["/", "/a", "/b", "/gone", "/t1", "/old"], ["/", "/b", "/old", "/t2", "/gone", "/a"]])):
+        logs[name] = []
+        for order in orders:
+            with ReplayProxy(web) as proxy:
+                fetch_through(proxy, [f"{H}{path}" for path in order])
+                logs[name].append(proxy.log)
+    report = evaluate_strategies(logs, graph, relevance, [f"{H}/"], budget=6, random_runs=2)
+    assert report["strategies"] == ["bestfirst", "bfs"]
+    assert report["crawlers"]["strategy:bestfirst"]["curve"] == [0, 0, 1, 1, 1, 2]
+    assert report["crawlers"]["strategy:bfs"]["curve"] == [0, 0, 0, 0.5, 1, 1]  # the mean of its two crawls
+    assert report["crawlers"]["bfs"]["curve"] == [0, 0, 0, 0, 1, 1]  # the simulated baseline, apart
+    assert [len(report["runs"][name]) for name in report["strategies"]] == [1, 2]
+    table = format_table(report)
+    head = [ln for ln in table.splitlines() if ln.lstrip().startswith("N |")][0]
+    assert [c.strip() for c in head.split("|")[1:]] == ["bestfirst", "bfs", "BFS (sim)", "random (sim)", "oracle (sim)"]
+    row = [ln for ln in table.splitlines() if ln.strip().startswith("6 |")][0]
+    assert row.split()[2:4] == ["0.333", "100.0%"] and "bfs, each crawl" in table
+    json.dumps(report)
+    plot_curves(report, str(tmp_path / "curve.png"))
+    assert (tmp_path / "curve.png").stat().st_size > 1000
+
+
+def test_evaluate_with_strategies_on_the_demo_web(demo_web, demo_files, demo_model, tmp_path):
+    budget = 25
+    result = scrapy(["evaluate", str(demo_files["warc"]), "--labels", str(demo_files["labels"]),
+                     "--positive", demo_web.topic, "--seeds", str(demo_files["seeds"]), "--model", str(demo_model),
+                     "--budget", str(budget), "--runs", "1", "--strategies", "learned,bestfirst,shark,bfs",
+                     "-o", "report.json"], cwd=tmp_path, timeout=280)
+    assert result.returncode == 0, result.stderr[-3000:] + result.stdout[-2000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["strategies"] == ["learned", "bestfirst", "shark", "bfs"] and "runs" not in report
+    for name in report["strategies"]:
+        crawl = report["crawlers"]["strategy:" + name]
+        assert 0 < crawl["requests"] <= budget, name
+        assert f"(FOCUS_STRATEGY={name})" in result.stdout
+    assert {"bfs", "random", "oracle"} <= set(report["crawlers"])
+    assert "shark" in result.stdout and "oracle (sim)" in result.stdout
+
+
+def test_evaluate_strategies_user_errors_are_one_line(files):
+    base = ["evaluate", "ev.warc.gz", "--labels", "labels.tsv", "--positive", "topic", "--seeds", "seeds.txt",
+            "--model", "model.joblib", "--budget", "5"]
+    for extra, message in ((["--strategies", "learned,best"], "each must be one of"),
+                           (["--strategies", "bfs,bfs"], "twice"),
+                           (["--strategies", "bfs", "-s", "FOCUS_STRATEGY=shark"], "FOCUS_STRATEGY")):
+        result = scrapy(base + extra, cwd=files)
+        assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
+        assert all(line.startswith("error: ") for line in result.stderr.strip().splitlines())

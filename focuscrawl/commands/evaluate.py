@@ -5,6 +5,11 @@ It replays the WARC through a ReplayProxy, runs ``scrapy crawl focused`` through
 separate process, then scores the server's log (the server's view is the truth: every request
 that reached it counts) against breadth-first, random and oracle crawls simulated on the same
 link graph with the same accounting (see ``focuscrawl.replay.metrics``).
+
+With ``--strategies learned,bestfirst,shark,bfs`` it crawls once (or ``--runs`` times) with each
+ordering strategy (``FOCUS_STRATEGY``: the same crawler, frontier and politeness, only the order
+differs), each crawl through a fresh replay, and reports them side by side with the simulated
+baselines.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from focuscrawl.commandbase import CommandError, FocusCommand
+from focuscrawl.config import STRATEGIES
 from focuscrawl.commands.replay import load_web, start_proxy
 from focuscrawl.replay.baselines import baseline_curves, mean_curve
 from focuscrawl.replay.linkgraph import LinkGraph, SamePage, load_aliases
@@ -34,7 +40,11 @@ from focuscrawl.replay.metrics import (
 )
 
 CRAWLERS = ("focuscrawl", "bfs", "random", "oracle")
+BASELINES = CRAWLERS[1:]
 TITLES = {"focuscrawl": "focuscrawl", "bfs": "BFS", "random": "random", "oracle": "oracle"}
+#: a strategy's crawls in a report of several (``--strategies``): "strategy:NAME", apart from the
+#: simulated baselines (the crawled "bfs" strategy is not the simulated "bfs")
+STRATEGY_KEY = "strategy:"
 
 
 def evaluate_logs(logs: list[list[dict]], graph: LinkGraph, relevance: Relevance, seeds: list[str],
@@ -62,10 +72,48 @@ def evaluate_logs(logs: list[list[dict]], graph: LinkGraph, relevance: Relevance
     return report
 
 
+def evaluate_strategies(logs: dict[str, list[list[dict]]], graph: LinkGraph, relevance: Relevance,
+                        seeds: list[str], budget: int, random_runs: int = 10) -> dict:
+    """The report of crawls with several ordering strategies: ``logs`` maps a strategy to its
+    crawls' logs. Each strategy's crawls are scored as ``evaluate_logs`` scores a crawl (their mean
+    curve), under "strategy:NAME" in "crawlers" beside the simulated baselines; "strategies" lists
+    them in order, and with several crawls a strategy "runs" holds each crawl's scores and curve."""
+    reach = len(reachable_relevant(graph, seeds, relevance))
+    points = report_points(budget)
+    baselines = baseline_curves(graph, seeds, relevance, budget, random_runs=random_runs)
+    crawlers, each = {}, {}
+    for name, crawls in logs.items():
+        curves = [found_curve(counted_requests(log)[:budget], relevance) for log in crawls]
+        curve = curves[0] if len(curves) == 1 else mean_curve(curves)
+        crawlers[STRATEGY_KEY + name] = {**score_curve(curve, reach, points), "curve": curve}
+        each[name] = [{**score_curve(c, reach, points), "curve": c} for c in curves]
+    for name in BASELINES:
+        crawlers[name] = {**score_curve(baselines[name], reach, points), "curve": baselines[name]}
+    report = {
+        "budget": budget, "seeds": seeds, "positive": sorted(relevance.positive),
+        "reachable_relevant": reach, "points": points, "random_runs": random_runs,
+        "strategies": list(logs), "crawlers": crawlers,
+    }
+    if any(len(crawls) > 1 for crawls in logs.values()):
+        report["runs"] = each
+    return report
+
+
+def _columns(report: dict) -> list[tuple[str, str]]:
+    """(crawler key, title) of the table's columns: the strategies' crawls (or the one crawl), then
+    the simulated baselines."""
+    if "strategies" in report:
+        return ([(STRATEGY_KEY + name, name) for name in report["strategies"]]
+                + [(name, TITLES[name] + " (sim)") for name in BASELINES])
+    return [(name, TITLES[name]) for name in CRAWLERS]
+
+
 def format_table(report: dict) -> str:
     """One table: a row per N, harvest@N and recall@N for each crawler."""
     head = (f"relevant = {', '.join(report['positive'])}; {report['reachable_relevant']} relevant pages "
             f"reachable from the seeds; every request counts (404s and redirects too, robots.txt not)")
+    if "strategies" in report:
+        return _strategies_table(report, head)
     runs = report.get("runs", [])
     made = [run["requests"] for run in runs] or [report["crawlers"]["focuscrawl"]["requests"]]
     if runs:
@@ -93,6 +141,42 @@ def format_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _rows(report: dict, columns: list[tuple[str, str]], cell: int) -> list[str]:
+    """The table's head and a row per report point: harvest@N and recall@N for each column."""
+    lines = [f"{'N':>6} | " + " | ".join(f"{title:^{cell}}" for _, title in columns),
+             f"{'':>6} | " + " | ".join(f"{'harvest':>8} {'recall':>9}" for _ in columns),
+             "-" * 7 + "+" + "+".join("-" * (cell + 2) for _ in columns)]
+    for n in report["points"]:
+        lines.append(f"{n:>6} | " + " | ".join(
+            f"{report['crawlers'][key]['harvest'][str(n)]:>8.3f} {report['crawlers'][key]['recall'][str(n)]:>9.1%}"
+            for key, _ in columns))
+    return lines
+
+
+def _strategies_table(report: dict, head: str) -> str:
+    """``format_table`` of a report of several strategies: a column per strategy (the mean of its
+    crawls), then the simulated baselines; with several crawls, each strategy's crawls below."""
+    runs = report.get("runs", {})
+    made = [report["crawlers"][STRATEGY_KEY + name]["requests"] for name in report["strategies"]]
+    if runs:
+        made = [run["requests"] for name in report["strategies"] for run in runs[name]]
+        crawls = f"each strategy: the mean of {len(next(iter(runs.values())))} crawls"
+    else:
+        crawls = "each strategy: one crawl"
+    span = f"{min(made)}" if min(made) == max(made) else f"{min(made)}-{max(made)}"
+    lines = [head, f"{crawls} through a fresh replay, each of {span} counted requests (budget {report['budget']}); "
+                   f"(sim): simulated on the recorded link graph", ""]
+    cell = 18
+    lines += _rows(report, _columns(report), cell)
+    for name in report["strategies"] if runs else ():
+        lines += ["", f"{name}, each crawl (harvest / recall at N):",
+                  f"{'crawl':>6} | " + " | ".join(f"{n:^{cell}}" for n in report["points"])]
+        for i, run in enumerate(runs[name], 1):
+            lines.append(f"{i:>6} | " + " | ".join(
+                f"{run['harvest'][str(n)]:>8.3f} {run['recall'][str(n)]:>9.1%}" for n in report["points"]))
+    return "\n".join(lines)
+
+
 def plot_curves(report: dict, path: str) -> None:
     """Relevant pages found against requests made, one line per crawler, as a PNG."""
     import matplotlib
@@ -101,9 +185,20 @@ def plot_curves(report: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
-    for run in report.get("runs", []):
-        ax.plot(range(1, len(run["curve"]) + 1), run["curve"], color="tab:blue", alpha=0.25, linewidth=0.8)
-    for name in CRAWLERS:
+    if "strategies" in report:
+        runs = report.get("runs", {})
+        for i, name in enumerate(report["strategies"]):
+            color = f"C{i}"
+            for run in runs.get(name, []):
+                ax.plot(range(1, len(run["curve"]) + 1), run["curve"], color=color, alpha=0.25, linewidth=0.8)
+            curve = report["crawlers"][STRATEGY_KEY + name]["curve"]
+            title = name + (f" (mean of {len(runs[name])})" if name in runs else "")
+            ax.plot(range(1, len(curve) + 1), curve, color=color, label=title)
+        for j, name in enumerate(BASELINES):
+            curve = report["crawlers"][name]["curve"]
+            ax.plot(range(1, len(curve) + 1), curve, color=f"C{len(report['strategies']) + j}", linestyle="--",
+                    label=TITLES[name] + " (sim)")
+    for name in CRAWLERS if "strategies" not in report else ():
         curve = report["crawlers"][name]["curve"]
         title = TITLES[name]
         if name == "focuscrawl" and "runs" in report:
@@ -115,7 +210,7 @@ def plot_curves(report: dict, path: str) -> None:
     ax.set_ylabel(f"relevant pages found ({', '.join(report['positive'])})")
     ax.set_xlim(0, report["budget"])
     ax.set_ylim(bottom=0)
-    ax.legend(loc="center right")
+    ax.legend(loc="center right", fontsize="small")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
@@ -152,6 +247,20 @@ def parse_count(value, option: str, unit: str) -> int:
     return count
 
 
+def parse_strategies(value: str, settings: list[str]) -> list[str]:
+    """The strategies named in ``--strategies`` (known, each once), or a one-line error; a -s
+    FOCUS_STRATEGY beside it would be overridden, so it is refused."""
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in STRATEGIES]
+    if not names or unknown:
+        raise CommandError(f"--strategies {value!r}: each must be one of {', '.join(STRATEGIES)}")
+    if len(set(names)) != len(names):
+        raise CommandError(f"--strategies {value!r} names a strategy twice")
+    if any(item.split("=", 1)[0].strip() == "FOCUS_STRATEGY" for item in settings):
+        raise CommandError("-s FOCUS_STRATEGY and --strategies together: give the strategies in --strategies")
+    return names
+
+
 class Command(FocusCommand):
     requires_project = False
     requires_crawler_process = False
@@ -159,7 +268,8 @@ class Command(FocusCommand):
 
     def syntax(self) -> str:
         return ("WARC [WARC...] --labels FILE.tsv --positive LABEL[,LABEL] --seeds SEEDS --model MODEL "
-                "--budget N [--aliases FILE.tsv] [--runs K] [-o report.json] [--plot curve.png] [-s NAME=VALUE ...]")
+                "--budget N [--aliases FILE.tsv] [--runs K] [--strategies NAME[,NAME]] [-o report.json] [--plot curve.png] "
+                "[-s NAME=VALUE ...]")
 
     def short_desc(self) -> str:
         return "Crawl a recorded web and compare harvest and recall with BFS, random and an oracle"
@@ -170,7 +280,9 @@ class Command(FocusCommand):
             "of N requests (-s settings are passed on to it), and score the server's log: harvest@N "
             "(relevant pages found per request) and recall@N (share of the relevant pages reachable from the "
             "seeds), beside breadth-first, random (mean of 10 runs) and oracle crawls simulated on the same "
-            "link graph. Every request counts, 404s and redirects included; robots.txt does not."
+            "link graph. Every request counts, 404s and redirects included; robots.txt does not. With "
+            "--strategies, crawl with each ordering strategy (FOCUS_STRATEGY) in turn, --runs times each, and "
+            "report them side by side."
         )
 
     def add_options(self, parser) -> None:
@@ -187,6 +299,9 @@ class Command(FocusCommand):
         parser.add_argument("--runs", default="1", metavar="K",
                             help="crawl K times and report their mean and each crawl (default 1); a replayed "
                                  "crawl's order depends on timing, so crawls differ")
+        parser.add_argument("--strategies", metavar="NAME[,NAME]",
+                            help="crawl with each of these ordering strategies (FOCUS_STRATEGY, any of "
+                                 f"{', '.join(STRATEGIES)}) --runs times each, and report them side by side")
         parser.add_argument("--random-runs", default="10", metavar="K", help=argparse.SUPPRESS)
 
     def execute(self, args: list[str], opts) -> None:
@@ -195,6 +310,7 @@ class Command(FocusCommand):
                 raise CommandError(f"missing --{name} (see `scrapy evaluate -h`)")
         budget = parse_count(opts.budget, "--budget", "requests")
         runs = parse_count(opts.runs, "--runs", "crawls")
+        strategies = parse_strategies(opts.strategies, opts.set) if opts.strategies is not None else None
         random_runs = parse_count(opts.random_runs, "--random-runs", "runs")
         positive = [p.strip() for p in opts.positive.split(",") if p.strip()]
         if not os.path.isfile(opts.model):
@@ -217,9 +333,17 @@ class Command(FocusCommand):
         graph = LinkGraph.from_web(web)
         relevance = Relevance(labels, positive, SamePage.for_graph(graph, aliases))
 
-        logs = [self._crawl(web, opts, budget, f" (crawl {run} of {runs})" if runs > 1 else "")
-                for run in range(1, runs + 1)]
-        report = evaluate_logs(logs, graph, relevance, seeds, budget, random_runs=random_runs)
+        if strategies is None:
+            logs = [self._crawl(web, opts, budget, f" (crawl {run} of {runs})" if runs > 1 else "")
+                    for run in range(1, runs + 1)]
+            report = evaluate_logs(logs, graph, relevance, seeds, budget, random_runs=random_runs)
+        else:
+            by_strategy = {name: [self._crawl(web, opts, budget, f" (FOCUS_STRATEGY={name}"
+                                              + (f", crawl {run} of {runs})" if runs > 1 else ")"),
+                                              [f"FOCUS_STRATEGY={name}"])
+                                  for run in range(1, runs + 1)]
+                           for name in strategies}
+            report = evaluate_strategies(by_strategy, graph, relevance, seeds, budget, random_runs=random_runs)
         print(format_table(report))
         if opts.output:
             Path(opts.output).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
@@ -229,15 +353,16 @@ class Command(FocusCommand):
             print(f"curves drawn in {opts.plot}")
 
     @staticmethod
-    def _crawl(web, opts, budget: int, which: str) -> list[dict]:
-        """One ``scrapy crawl focused`` through a fresh replay of ``web``: the server's log."""
+    def _crawl(web, opts, budget: int, which: str, settings: list[str] = ()) -> list[dict]:
+        """One ``scrapy crawl focused`` through a fresh replay of ``web`` (``settings`` after the
+        user's): the server's log."""
         workdir = Path(tempfile.mkdtemp(prefix="focuscrawl-evaluate-"))
         server_log = workdir / "server.jsonl"
         crawl_log = workdir / "crawl.log"
         proxy = start_proxy(web, log_path=str(server_log))
         print(f"replaying {len(web)} responses at {proxy.url}; crawling with a budget of {budget} requests{which}...",
               flush=True)
-        argv = crawl_command(opts.seeds, opts.model, budget, str(workdir / "crawl.db"), opts.set)
+        argv = crawl_command(opts.seeds, opts.model, budget, str(workdir / "crawl.db"), [*opts.set, *settings])
         try:
             with crawl_log.open("w", encoding="utf-8") as out:
                 result = subprocess.run(argv, env=proxy.crawl_env(settings_module=os.environ.get("SCRAPY_SETTINGS_MODULE", "focuscrawl.settings")), stdout=out, stderr=subprocess.STDOUT)
