@@ -199,8 +199,8 @@ def run_frontier(n: int, hosts: int, kind: str, mixed_steps: int, pops: int) -> 
     gc.collect()
     trim()
     rss1 = rss_bytes()
-    rich = sum(len(h.rich or ()) for h in f._hosts.values())
-    cold = sum(h.cold for h in f._hosts.values())
+    rich = sum(1 for _ in f.rich_entries())
+    cold = sum(q.cold_size() for _, q in f.queues())
 
     # probes on the full frontier (all hosts ready at 0: next_ready_time has an answer)
     t_next = timed_calls(f.next_ready_time)

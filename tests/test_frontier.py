@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from focuscrawl.frontier import Entry, Frontier, SeenSet, mercator
+from focuscrawl.frontier import Entry, Frontier, SeenSet, read_stored, rescoring, runs
 from focuscrawl.urls import host_key
 
 
@@ -36,14 +36,6 @@ def test_a_busy_or_waiting_host_is_never_handed_out_whatever_its_priority():
     assert f.next_ready_time() == 10.0
     host, entry = f.pop(10.0)
     assert (host, entry.priority) == ("hot", 99)
-
-
-def test_delay_host_pushes_back_a_waiting_host():
-    f = Frontier()
-    fill(f, [("a", 1)])
-    f.delay_host("a", 50.0)
-    assert f.pop(49.0) is None
-    assert f.pop(50.0)[0] == "a"
 
 
 def test_lazy_rescoring_reorders_stale_entries_when_they_reach_the_top():
@@ -95,10 +87,21 @@ def test_drop_host_and_requeue():
     assert len(f) == 1
 
 
-def test_frontier_pickles_with_its_order():
+def copied(f: Frontier, version: int = -1) -> Frontier:
+    """What a checkpoint keeps of ``f`` loaded into a new frontier: its stored records, and the
+    entries it keeps as objects pushed again."""
+    g = Frontier(capacity=f.capacity, prune_slack=f.prune_slack, codec=f.codec, deflate_from=f.deflate_from)
+    for host, prefix, loose, blocks in f.stored():
+        assert g.load(host, prefix, [record for record, _, _ in read_stored(prefix, loose, blocks)], version) == []
+    for host, entry in f.rich_entries():
+        g.push(host, entry)
+    return g
+
+
+def test_stored_records_load_with_their_order():
     f = Frontier()
     fill(f, [("a", 1), ("a", 3), ("b", 2)])
-    g = pickle.loads(pickle.dumps(f))
+    g = copied(f)
     assert len(g) == 3
     assert [g.pop(0.0)[1].priority, g.pop(0.0)[1].priority] == [3, 2]
 
@@ -127,19 +130,6 @@ def drain_some(f, count, now=0.0):
         out.append((host, entry.priority, entry.url))
         f.release(host, now)
     return out
-
-
-def test_order_key_sorts_priorities_descending_and_round_trips():
-    import random
-
-    from focuscrawl.frontier.mercator import _order_key, _priority
-    rng = random.Random(3)
-    values = [rng.uniform(-1e6, 1e6) for _ in range(500)] + [0.0, -0.0, 1e-300, -1e-300,
-                                                               float("inf"), float("-inf"), 1e300, 5, -5]
-    for v in values:
-        assert _priority(_order_key(v)) == v
-    ordered = sorted(values, key=_order_key)
-    assert [float(v) for v in ordered] == sorted((float(v) for v in values), reverse=True)
 
 
 def test_compact_entries_come_back_equal_with_urls_prices_and_versions():
@@ -181,8 +171,8 @@ def test_entries_with_payload_or_features_are_handed_back_as_the_same_objects():
     assert f.pop(0.0)[1] is rich
     f.release("a", 0.0)
     assert f.pop(0.0)[1] is feats_only
-    g = pickle.loads(pickle.dumps(f))
-    assert [(e.priority, e.url) for _, e in g.entries()] == [(3.0, "http://a/plain")]
+    assert [(e.priority, e.url) for _, e in f.entries()] == [(3.0, "http://a/plain")]
+    assert list(f.rich_entries()) == []
 
 
 def test_rescoring_reaches_kept_objects_and_compact_entries():
@@ -199,24 +189,21 @@ def test_rescoring_reaches_kept_objects_and_compact_entries():
     assert (f.pop(0.0)[1].priority, f.version) == (0.5, 1)
 
 
-def test_timing_heaps_hold_one_live_item_per_host():
-    f = Frontier()
-    for i in range(1000):
-        f.push(f"h{i % 10}", Entry(float(i), f"http://h{i % 10}/{i}"))
-    assert len(f._waiting) == 10  # not one per push
-    assert f.pop(0.0) is not None
-    assert len(f._ready) <= 10 + 10
+def waiting(f, hosts_ready_at):
+    """Pop each host's best entry at time 0 and release the host until its time (a politeness delay)."""
+    for _ in hosts_ready_at:
+        popped = f.pop(0.0)
+        assert popped is not None
+        f.release(popped[0], hosts_ready_at[popped[0]])
 
 
-def test_next_ready_time_and_has_ready_follow_busy_waiting_and_dropped_hosts():
+def test_next_ready_time_follows_busy_waiting_and_dropped_hosts():
     f = Frontier()
-    assert f.next_ready_time() is None and not f.has_ready(0.0)
-    fill(f, [("a", 1), ("b", 2), ("c", 3)])
-    f.delay_host("a", 30.0)
-    f.delay_host("b", 20.0)
-    f.delay_host("c", 10.0)
+    assert f.next_ready_time() is None and f.pop(0.0) is None
+    fill(f, [("a", 9), ("a", 1), ("b", 8), ("b", 2), ("c", 7), ("c", 3)])
+    waiting(f, {"a": 30.0, "b": 20.0, "c": 10.0})
     assert f.next_ready_time() == 10.0
-    assert not f.has_ready(5.0) and f.has_ready(10.0)
+    assert f.pop(5.0) is None
     assert f.pop(10.0)[0] == "c"  # c is busy and now empty
     assert f.next_ready_time() == 20.0
     f.drop_host("b")
@@ -225,7 +212,7 @@ def test_next_ready_time_and_has_ready_follow_busy_waiting_and_dropped_hosts():
     assert f.next_ready_time() == 30.0
     f.push("c", Entry(1.0, "http://c/again"))
     assert f.next_ready_time() == 12.0
-    f.acquire("c")
+    assert f.pop(12.0)[0] == "c"  # busy: it does not count
     assert f.next_ready_time() == 30.0
     assert f.pop(30.0)[0] == "a"
     assert f.next_ready_time() is None
@@ -241,18 +228,17 @@ def test_next_ready_time_counts_hosts_already_ready():
 
 def test_best_soon_sees_only_live_waiting_hosts():
     f = Frontier()
-    fill(f, [("a", 9), ("a", 1), ("b", 5), ("c", 7)])
-    f.delay_host("a", 100.0)
-    f.delay_host("b", 3.0)
-    f.delay_host("c", 4.0)
-    assert f.best_soon(0.0, 3.5) == 5
+    fill(f, [("a", 19), ("a", 9), ("a", 1), ("b", 18), ("b", 5), ("c", 17), ("c", 7), ("c", 6)])
+    waiting(f, {"a": 100.0, "b": 4.5, "c": 3.0})
+    assert f.best_soon(0.0, 2.0) == float("-inf")
+    assert f.best_soon(0.0, 3.5) == 7
     assert f.best_soon(0.0, 5.0) == 7
     assert f.best_soon(0.0, 200.0) == 9
-    f.acquire("c")
+    assert f.pop(3.0)[1].priority == 7  # c is busy
     assert f.best_soon(0.0, 5.0) == 5
-    assert f.best_soon(0.0, 5.0, busy_hosts=["c"]) == 7
+    assert f.best_soon(0.0, 5.0, busy_hosts=["c"]) == 6
     f.drop_host("b")
-    assert f.best_soon(0.0, 3.5) == float("-inf")
+    assert f.best_soon(0.0, 5.0) == float("-inf")
 
 
 def test_random_operations_match_a_plain_model():
@@ -312,13 +298,25 @@ def many(hosts, per_host, seed=5, ties=False, rich_every=0):
     return rows
 
 
+def queue(f, host):
+    return dict(f.queues())[host]
+
+
 def cold_share(f):
-    return sum(h.cold for h in f._hosts.values()) / len(f)
+    return sum(q.cold_size() for _, q in f.queues()) / len(f)
+
+
+def cold_runs(f):
+    return [run for _, q in f.queues() for run in q.cold_runs()]
 
 
 def run_kinds(f):
     """Which of the frontier's cold runs are deflated (True) and which raw (False)."""
-    return {run.deflated for h in f._hosts.values() for run in h.runs or ()}
+    return {run.deflated for run in cold_runs(f)}
+
+
+def kept_count(f, host=None):
+    return sum(host is None or h == host for h, _ in f.rich_entries())
 
 
 #: deflate_from values: every run deflated, the first runs raw then deflated ones, every run raw
@@ -333,7 +331,7 @@ def test_many_entries_per_host_pop_in_exact_global_order_across_hot_and_cold(def
         f.push(host, entry)
     assert cold_share(f) > 0.8  # most entries are in cold runs
     assert run_kinds(f) == {0: {True}, 1000: {True}, 10**9: {False}}[deflate_from]  # merged past 1000: deflated
-    assert max(len(h.runs) for h in f._hosts.values()) <= 5  # merged: ~21 spills each, a few runs
+    assert max(len(q.cold_runs()) for _, q in f.queues()) <= 5  # merged: ~21 spills each, a few runs
     assert [f.host_size(h) for h in ("a.example", "b.example", "c.example")] == [700, 700, 700]
     # best priority first, equal priorities in arrival order, across hosts
     expected = [(e.priority, e.url) for _, e in sorted(rows, key=lambda row: -row[1].priority)]
@@ -399,29 +397,28 @@ def test_pushes_and_pops_interleaved_match_a_plain_model_with_deep_host_queues(d
 
 @pytest.mark.parametrize("deflate_from", [0, 10**9])
 def test_no_push_rewrites_more_than_a_bounded_share_of_a_deep_host(deflate_from, monkeypatch):
-    """Spills and the merges of the spills' runs write at most _MERGE_MAX records: a size-tiered
-    merge through a deep host made single pushes take seconds (3.3 s at 3 x 10^5 URLs in one host,
-    BENCHMARKS.md section 3), and a deep host's spills (all but 8 of a hot heap of 1/32 of the host)
-    were as big. Pops stay exact against a plain model, interleaved with pushes and with
-    background re-scoring that leaves runs part taken; a resumed host is written once, whole."""
-    monkeypatch.setattr(mercator, "_MERGE_MAX", 256)
-    monkeypatch.setattr(mercator, "_LOT_MAX", 128)  # lots merge within their own cap, under this one
-    monkeypatch.setattr(mercator, "_MAX_LOTS", 3)  # and past it the two smallest stale ones, often
+    """Spills and the merges of the spills' runs write at most MERGE_MAX records: a size-tiered
+    merge through a deep host made single pushes take seconds (3.3 s at 3 x 10^5 URLs in one
+    host), and a deep host's spills (all but 8 of a hot heap of 1/32 of the host) were as big.
+    Pops stay exact against a plain model, interleaved with pushes and with background re-scoring
+    that leaves runs part taken; a resumed host is written once, whole."""
+    monkeypatch.setattr(runs, "MERGE_MAX", 256)
+    monkeypatch.setattr(runs, "LOT_MAX", 128)  # lots merge within their own cap, under this one
+    monkeypatch.setattr(runs, "MAX_LOTS", 3)  # and past it the two smallest stale ones, often
     writes = []
-    merged = mercator._merged
+    merged = runs.merged
 
     def counting(a, b, deflate, lot=False):
         writes.append((a.size + b.size, lot))
         return merged(a, b, deflate, lot)
 
-    monkeypatch.setattr(mercator, "_merged", counting)
+    monkeypatch.setattr(runs, "merged", counting)
     f = Frontier(deflate_from=deflate_from)
     model = interleave_against_model(f, 7, 12000, lambda step, host, p: Entry(p, f"http://{host}/{step}"))
     assert len(f) > 3000 and cold_share(f) > 0.9
     spills = [size for size, lot in writes if not lot]
     assert spills and max(spills) <= 256  # without the cap the last merges wrote ~thousands
-    runs = [run for h in f._hosts.values() for run in h.runs or ()]
-    assert len(runs) > 8 and all(run.size <= 256 for run in runs)
+    assert len(cold_runs(f)) > 8 and all(run.size <= 256 for run in cold_runs(f))
     for version in range(1, 5):  # learner updates: each pass leaves lots the next one finds stale
         f.version = version
         while f.rescore_stale(lambda entries: [e.priority for e in entries], limit=300):
@@ -438,8 +435,9 @@ def test_no_push_rewrites_more_than_a_bounded_share_of_a_deep_host(deflate_from,
     hot_sizes = []
     for step in range(8000):
         g.push("deep", Entry((step * 7919 % 8000) / 8000, f"http://deep/{step}"))
-        hot_sizes.append(len(g._hosts["deep"].queue))
-    assert min(hot_sizes[6000:]) > 32 and all(run.size <= 256 for run in g._hosts["deep"].runs)
+        deep = queue(g, "deep")
+        hot_sizes.append(deep.size() - deep.cold_size())
+    assert min(hot_sizes[6000:]) > 32 and all(run.size <= 256 for run in cold_runs(g))
     assert [e.priority for e in drain_entries(g)] == sorted(((s * 7919 % 8000) / 8000 for s in range(8000)),
                                                              reverse=True)
 
@@ -480,11 +478,12 @@ def test_cold_entries_are_rescored_at_the_top_and_in_the_background():
     h.version = 1
     for i in range(100):
         h.push("a", Entry(2.0 + i, f"https://a/fresh-{i}", version=1))
-    assert all(r[12:16] == b"\x00\x00\x00\x01" for r in h._hosts["a"].queue)
+    a = queue(h, "a")
+    assert all(r[12:16] == b"\x00\x00\x00\x01" for r in a.heap)  # the hot records are all fresh
     assert h.rescore_stale(flip, limit=10**6) == 300
 
 
-def test_prune_drop_host_and_pickle_with_cold_runs():
+def test_prune_drop_host_and_load_with_cold_runs():
     rows = many(["a", "b", "c"], 400, ties=True, rich_every=7)
     f = Frontier()
     for host, entry in rows:
@@ -498,12 +497,15 @@ def test_prune_drop_host_and_pickle_with_cold_runs():
     assert sorted((e.priority, e.url) for e in pruned) == sorted((e.priority, e.url) for _, e in ranked[150:])
     assert len(f) == 150 and f.pruned == 960
 
-    g = pickle.loads(pickle.dumps(f))
+    g = copied(f)
     assert len(g) == 150 and [g.host_size(h) for h in "abc"] == [f.host_size(h) for h in "abc"]
     drained = drain(g)
     assert [p for _, p, _ in drained] == [e.priority for _, e in ranked[:150]]
+    kept = {e.url for _, e in f.rich_entries()}  # pushed again after the stored records were loaded
+    assert kept and sorted(u for _, _, u in drained) == sorted(e.url for _, e in ranked[:150])
     for host in "abc":  # equal priorities keep their order within a host
-        assert [u for h, _, u in drained if h == host] == [e.url for h, e in ranked[:150] if h == host]
+        assert [u for h, _, u in drained if h == host and u not in kept] == [
+            e.url for h, e in ranked[:150] if h == host and e.url not in kept]
 
     dropped = f.drop_host("b")
     assert sorted(e.url for e in dropped) == sorted(e.url for h, e in ranked[:150] if h == "b")
@@ -564,8 +566,8 @@ def test_packed_entries_go_cold_and_come_back_equal_in_exact_global_order():
     for host, entry in rows + [("a.example", odd)]:
         f.push(host, entry)
     assert cold_share(f) > 0.8
-    assert sum(len(h.rich or ()) for h in f._hosts.values()) == len(rows) // 50  # only the declined ones
-    assert f._hosts["a.example"].queue[0][16] == 5  # packed, URL in full (not under the host's prefix)
+    assert kept_count(f) == len(rows) // 50  # only the declined ones
+    assert queue(f, "a.example").top[16] == 5  # packed, URL in full (not under the host's prefix)
     expected = [odd] + [e for _, e in sorted(rows, key=lambda row: -row[1].priority)]
     got = drain_entries(f)
     assert len(got) == len(expected) and all(same(g, e) for g, e in zip(got, expected))
@@ -618,13 +620,13 @@ def test_packed_entries_are_rescored_with_their_features_at_the_top_and_in_the_b
     seen = []
     assert g.rescore_stale(rescorer(seen), limit=10**6) == 600 and len(seen) == 600
     assert g.rescore_stale(rescorer(seen), limit=10**6) == 0
-    assert cold_share(g) > 0.8 and sum(len(h.rich or ()) for h in g._hosts.values()) == 600 // 9 + 1
+    assert cold_share(g) > 0.8 and kept_count(g) == 600 // 9 + 1
     drained = drain_entries(g)
     assert [e.priority for e in drained] == expected
     assert sorted((e.url, e.payload, e.features) for e in drained) == originals
 
 
-def test_packed_entries_prune_drop_and_pickle_with_their_codec():
+def test_packed_entries_prune_drop_and_load_with_their_codec():
     rows = packable(["a", "b", "c"], 400, ties=True, keep_every=7)
     f = Frontier(codec=BytesCodec())
     for host, entry in rows:
@@ -638,19 +640,22 @@ def test_packed_entries_prune_drop_and_pickle_with_their_codec():
         (e.priority, e.url, e.payload, e.features) for e in ranked[150:])
     assert len(f) == 150
 
-    g = pickle.loads(pickle.dumps(f))
-    assert isinstance(g.codec, BytesCodec) and cold_share(g) > 0.5
+    g = copied(f, version=0)
+    assert cold_share(g) > 0.5
     drained = drain_entries(g)
     assert [d.priority for d in drained] == [e.priority for e in ranked[:150]]
-    for host in "abc":  # equal priorities keep their order within a host
-        mine = [e for e in ranked[:150] if e.url.startswith(f"https://{host}/")]
-        got = [d for d in drained if d.url.startswith(f"https://{host}/")]
+    assert sorted((e.url, e.payload, e.features) for e in drained) == sorted(
+        (e.url, e.payload, e.features) for e in ranked[:150])
+    for host in "abc":  # equal priorities keep their order within a host (kept objects are pushed again)
+        mine = [e for e in ranked[:150] if e.url.startswith(f"https://{host}/") and e.payload != b"keep"]
+        got = [d for d in drained if d.url.startswith(f"https://{host}/") and d.payload != b"keep"]
         assert len(got) == len(mine) and all(same(d, e) for d, e in zip(got, mine))
 
+    assert kept_count(f, "b")
     dropped = f.drop_host("b")
     kept = [e for e in ranked[:150] if e.url.startswith("https://b/")]
     assert sorted((e.url, e.payload, e.features) for e in dropped) == sorted((e.url, e.payload, e.features) for e in kept)
-    assert f.host_size("b") == 0 and not f._hosts["b"].rich
+    assert f.host_size("b") == 0 and not kept_count(f, "b")
 
 
 def test_a_packed_entry_requeued_goes_back_as_its_record_without_packing_again():
@@ -697,7 +702,7 @@ def test_a_packed_entry_put_back_and_popped_next_is_not_unpacked_again():
     for _ in range(3):
         f.requeue(host, entry)
         f.release(host, 0.0)
-        assert f.pop(0.0) == (host, entry) and f._hosts[host].lent[0] is entry
+        assert f.pop(0.0) == (host, entry)
     assert Counting.unpacked == 1
     f.requeue(host, entry)  # the host stays busy: another host's entry is popped first
     other_host, other = f.pop(0.0)
@@ -710,7 +715,7 @@ def test_a_packed_entry_put_back_and_popped_next_is_not_unpacked_again():
 
 def test_background_rescoring_scores_small_hosts_together_with_the_same_outcome(monkeypatch):
     """Many small hosts are re-scored in one call of the rescorer (a call costs the learner more
-    than a few entries), and the records, sequence numbers and heaps are those that re-scoring
+    than a few entries), and the records, sequence numbers and order are those that re-scoring
     one entry at a time gives."""
     rows = packable([f"h{i}.example" for i in range(200)], 3, ties=True, keep_every=9)
     rows += [("big.example", Entry(0.5 + i / 1000, f"http://big.example/{i}")) for i in range(300)]
@@ -720,17 +725,18 @@ def test_background_rescoring_scores_small_hosts_together_with_the_same_outcome(
         for host, entry in rows:
             frontier.push(host, Entry(entry.priority, entry.url, entry.payload, entry.features, entry.version))
         frontier.version = 1
-        monkeypatch.setattr(mercator, "_RESCORE_BATCH", batch)
+        monkeypatch.setattr(rescoring, "RESCORE_BATCH", batch)
         done = frontier.rescore_stale(lambda es: calls.append(len(es)) or [round(1 - e.priority, 3) for e in es],
                                       limit=10**6)
-        state = {name: (sorted(h.records()), h.rkey, h.wkey, h.in_ready) for name, h in frontier._hosts.items()}
-        return done, calls, state, sorted(frontier._ready), sorted(frontier._waiting), drain_entries(frontier)
+        # the records as stored (their headers: priorities, seq numbers, versions), and the order
+        stored = [(host, prefix, sorted(loose), blocks) for host, prefix, loose, blocks in frontier.stored()]
+        return done, calls, stored, frontier.next_ready_time(), drain_entries(frontier)
 
     together, one_by_one = rescored(1024), rescored(1)
     assert together[0] == one_by_one[0] == 900
     assert together[1] == [900] and len(one_by_one[1]) == 900
     assert together[2:4] == one_by_one[2:4]
-    assert [(e.url, e.priority) for e in together[5]] == [(e.url, e.priority) for e in one_by_one[5]]
+    assert [(e.url, e.priority) for e in together[4]] == [(e.url, e.priority) for e in one_by_one[4]]
 
 
 def test_background_rescoring_takes_the_hosts_in_turn():
@@ -764,7 +770,7 @@ def test_raw_runs_never_hold_more_records_than_deflate_from():
     kinds = set()
     for host, entry in many(["a.example", "b.example", "c.example"], 1000):
         f.push(host, entry)
-        raw = sum(run.size for h in f._hosts.values() for run in h.runs or () if not run.deflated)
+        raw = sum(run.size for run in cold_runs(f) if not run.deflated)
         assert raw < 500
         kinds |= run_kinds(f)
     assert kinds == {True, False}
@@ -775,25 +781,25 @@ def test_raw_runs_never_hold_more_records_than_deflate_from():
 
 def lots_within(host, max_lots, version):
     """At most ``max_lots`` lots, or past it only lots of the current version (not merged yet)."""
-    lots = [run for run in host.runs or () if run.lot]
+    lots = [run for run in host.cold_runs() if run.lot]
     return len(lots) <= max_lots or sum(run.version != struct.pack(">i", version) for run in lots) <= 1
 
 
-@pytest.mark.parametrize("max_lots", [mercator._MAX_LOTS, 3])
+@pytest.mark.parametrize("max_lots", [runs.MAX_LOTS, 3])
 @pytest.mark.parametrize("deflate_from", [0, 10**9])
 def test_a_deep_host_is_rescored_a_bounded_part_at_a_time_best_first(deflate_from, max_lots, monkeypatch):
     """A host bigger than a call's limit is not re-scored whole in one call (a host with 10^5 queued
     URLs held the reactor ~5 s on every learner update): each call takes its best stale entries (a
     block more at most), the next calls go on with it. Pops and pushes between the calls keep exact
     priority order, rich and packed entries come through whole, and no entry is lost or doubled."""
-    monkeypatch.setattr(mercator, "_MAX_LOTS", max_lots)  # 3: the cap on lots is reached often
+    monkeypatch.setattr(runs, "MAX_LOTS", max_lots)  # 3: the cap on lots is reached often
     f = Frontier(codec=BytesCodec(), deflate_from=deflate_from)
     rows = packable(["deep.example"], 3000, keep_every=50) + packable(["small.example"], 40, seed=9)
     before = {e.url: (e.priority, e.payload, e.features) for _, e in rows}  # kept objects are re-scored in place
     for host, entry in rows:
         f.push(host, entry)
-    deep = f._hosts["deep.example"]
-    assert deep.cold > 2000 and len(deep.runs) >= 1
+    deep = queue(f, "deep.example")
+    assert deep.cold_size() > 2000 and len(deep.cold_runs()) >= 1
     f.version = 1
     seen = []
 
@@ -811,8 +817,8 @@ def test_a_deep_host_is_rescored_a_bounded_part_at_a_time_best_first(deflate_fro
     assert len(calls) >= 6 and sum(calls) == len(seen) == len(set(seen)) >= 3040 - 25  # each once at most
     # re-scored lots are runs of their own before the spills' runs, which keep their LSM shape (a
     # spill through many small lots would rewrite the whole host)
-    spills = [run.size for run in deep.runs if not run.lot]
-    assert spills == sorted(spills, reverse=True) and all(run.lot for run in deep.runs[:-len(spills) or None])
+    spills = [run.size for run in deep.cold_runs() if not run.lot]
+    assert spills == sorted(spills, reverse=True) and all(run.lot for run in deep.cold_runs()[:-len(spills) or None])
     # learner updates keep coming while the deep host is part done: every call stays bounded, the
     # lots stay within their cap, and fresh records never go back into stale runs (they were taken
     # out and put back for ever)
@@ -837,7 +843,7 @@ def test_a_deep_host_is_rescored_a_bounded_part_at_a_time_best_first(deflate_fro
             assert e.priority == pytest.approx(priority)  # flipped twice
 
 
-# --- checkpoints and pickles: records as they are stored --------------------------------------------
+# --- checkpoints: records as they are stored ---------------------------------------------------------
 
 class CountingCodec(BytesCodec):
     """BytesCodec that counts its calls."""
@@ -865,17 +871,30 @@ def stored_frontier(deflate_from=0):
     return f
 
 
+def per_host(entries):
+    """(priority, url, payload, features) of each entry, host by host in their order."""
+    out: dict[str, list] = {}
+    for e in entries:
+        out.setdefault(host_key(e.url), []).append((e.priority, e.url, e.payload, e.features))
+    return out
+
+
 @pytest.mark.parametrize("deflate_from", DEFLATE_FROM)
-def test_pickling_neither_unpacks_nor_packs_and_keeps_the_order_exactly(deflate_from):
+def test_stored_records_pickle_as_they_are_and_keep_their_order(deflate_from):
+    """A checkpoint pickles what ``stored`` hands over (bytes and lists of them): nothing is
+    unpacked or packed, on the way out or back in, and each host's records keep their order."""
     f = stored_frontier(deflate_from)
     calls = dict(f.codec.calls)
-    g = pickle.loads(pickle.dumps(f))
-    assert f.codec.calls == calls and g.codec.calls == calls  # nothing decoded or encoded
-    assert (len(g), g.version, g.pruned, [g.host_size(h) for h in "abc"]) == (
-        len(f), f.version, f.pruned, [f.host_size(h) for h in "abc"])
-    mine, theirs = drain_entries(f), drain_entries(g)
-    # the same records under the same seq numbers: equal priorities leave in the same order, across hosts too
-    assert len(mine) == len(theirs) == 860 and all(same(a, b) for a, b in zip(mine, theirs))
+    stored = pickle.loads(pickle.dumps(f.stored(), protocol=pickle.HIGHEST_PROTOCOL))
+    assert stored == f.stored() and f.codec.calls == calls
+    g = Frontier(codec=f.codec)
+    for host, prefix, loose, blocks in stored:
+        g.load(host, prefix, [record for record, _, _ in read_stored(prefix, loose, blocks)], version=-1)
+    assert f.codec.calls == calls
+    rich = {e.url for _, e in f.rich_entries()}
+    assert rich and len(g) == len(f) - len(rich) == 860 - len(rich)
+    mine = [e for e in drain_entries(f) if e.url not in rich]
+    assert per_host(drain_entries(g)) == per_host(mine)
 
 
 @pytest.mark.parametrize("deflate_from", DEFLATE_FROM)
@@ -885,7 +904,7 @@ def test_stored_records_load_into_another_frontier_as_they_are(deflate_from):
     g = Frontier(codec=CountingCodec())
     g.push("a", Entry(5.0, "http://a/other-scheme", b"x", None))  # a's prefix here is not f's ("https://a")
     for host, prefix, loose, blocks in f.stored():
-        read = list(mercator.read_stored(prefix, loose, blocks))
+        read = list(read_stored(prefix, loose, blocks))
         assert all(url.startswith(f"https://{host}/") and blob is not None for _, url, blob in read)
         assert g.load(host, prefix, [record for record, _, _ in read], version=-1) == []
     assert g.codec.calls == {"pack": 1, "unpack": 0} and f.codec.calls["unpack"] == unpacked
