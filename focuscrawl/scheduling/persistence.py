@@ -22,8 +22,7 @@ from typing import Any
 
 from scrapy import Request
 
-from focuscrawl.frontier import Entry, Frontier
-from focuscrawl.frontier.mercator import read_stored, record_priority
+from focuscrawl.frontier import Entry, Frontier, read_stored, record_priority
 from focuscrawl.frontier.admission import Admission
 from focuscrawl.jobdir import JobDir, JobDirError, read_jobdir
 from focuscrawl.learning import link_context, link_features

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from focuscrawl.frontier import Entry, Frontier
-from focuscrawl.frontier.mercator import PackedRescorer
+from focuscrawl.frontier import Entry, Frontier, PackedRescorer
 from focuscrawl.learning.learner import LinkRewardLearner
 from focuscrawl.learning.strategies import LearnedStrategy
 from focuscrawl.meta import link_parent
