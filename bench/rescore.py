@@ -12,7 +12,7 @@ turn; here the turns are run by hand, one after the other. Reported per mode:
 the longest single turn (what every download, callback and politeness timer waits behind), the
 whole pass, and entries re-scored per second. The baseline, in the same run, is each pass in one
 turn (an unbounded chunk), as the scheduler ran it before. (Before that change the frontier also
-took a deep host whole, however far past the limit; BENCHMARKS.md gives those figures.)
+took a deep host whole, however far past the limit: docs/research.md, "Frontier storage and memory".)
 """
 
 from __future__ import annotations
