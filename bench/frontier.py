@@ -152,8 +152,11 @@ def crawler_codec():
 
     from focuscrawl.scheduler import FocusScheduler
     spider = crawler_spider()
-    scheduler = FocusScheduler(get_crawler(type(spider), {"ROBOTSTXT_OBEY": False, "FOCUS_FRONTIER_PACK": True}))
+    crawler = get_crawler(type(spider), {"ROBOTSTXT_OBEY": False, "FOCUS_FRONTIER_PACK": True})
+    scheduler = FocusScheduler.from_crawler(crawler)
     scheduler.spider = spider  # what open() sets
+    if hasattr(scheduler, "serializer"):  # the scheduler's parts (a revision before them has none)
+        scheduler.serializer.spider = spider
     return scheduler.frontier.codec
 
 
