@@ -134,7 +134,7 @@ class FocusScheduler:
             # the snapshot's learner is taken on before the journal's URLs are enqueued (and scored)
             _, self.released = self.persistence.restore(
                 self.learner, self.released, self.enqueue_request,
-                lambda host: self.robots.apply(host, self.gate.robots[host]), self._use_learner)
+                lambda host: self.robots.apply(host, self.gate.robots[host]), self._use_learner, self._use_strategy)
         # What exists now (Scrapy, Twisted, the models: ~170,000 objects) lives as long as the
         # crawl: frozen, it is left out of the garbage collector's full passes, which otherwise
         # stall the reactor ~100 ms each (every host's next request late by as much).
@@ -150,13 +150,23 @@ class FocusScheduler:
             self.learner = learner
             self.rescorer.use_learner(learner)
 
+    def _use_strategy(self, strategy) -> None:
+        """A classic strategy restored from a checkpoint replaces the crawl's, unless the crawl was
+        resumed with another ``FOCUS_STRATEGY`` (then the new one starts afresh)."""
+        if strategy.name != self.strategy.name:
+            logger.warning("the checkpoint was crawled with FOCUS_STRATEGY=%s; resuming with %s, which starts "
+                           "afresh", strategy.name, self.strategy.name)
+            return
+        self.strategy = strategy
+        self.rescorer.use_strategy(strategy)
+
     def close(self, reason):
         if self._froze_gc:
             gc.unfreeze()
         self.downloader.close()
         self.rescorer.cancel()
         if self.persistence is not None:
-            self.persistence.close(self.learner, self.released)
+            self.persistence.close(self.learner, self.released, self.strategy)
         self.stats.set_value("focus/frontier/left", len(self.frontier))
         self.stats.set_value("focus/frontier/rescored", self.frontier.rescored)
         self.stats.set_value("focus/frontier/pruned", self.frontier.pruned)
@@ -241,7 +251,7 @@ class FocusScheduler:
             logger.warning("robots.txt of %s was fetched but never applied; releasing the host", host)
             self._free(host, now)
         if self.persistence is not None and self.persistence.checkpoint_due(now):
-            self.persistence.checkpoint(self.learner, self.released)
+            self.persistence.checkpoint(self.learner, self.released, self.strategy)
         if self.strategy.settle():  # queued URLs found on better pages since: re-score them
             self.rescorer.learner_updated()
         frontier = self.frontier

@@ -184,7 +184,7 @@ def test_frontier_url_as_text_with_s_jobdir(job):
     assert lines[0].startswith(f"{request_dict['url']}: waiting in the frontier (checkpoint ")
     assert f"priority stored {best_priority:.4f}, now " in lines[1]
     assert f"rank 1 of {len(entries)} waiting (0 with a higher priority)" in lines[1]
-    assert lines[2].startswith("  why now: ") and len(lines[2].split(", ")) == 3
+    assert lines[2].startswith("  why now (learned): ") and len(lines[2].split(", ")) == 3
     assert lines[3].startswith(f"  host {best_host}: ")
     assert lines[4].startswith("  depth ")
 

@@ -22,7 +22,7 @@ from focuscrawl.learning.strategies import (
 )
 from focuscrawl.meta import LinkMeta, link_parent, request_meta
 from focuscrawl.urls import canonicalize, host_key
-from tests.test_scheduler import free, link_requests, make_scheduler, release_all
+from tests.test_scheduler import free, link_requests, make_scheduler, opened, release_all
 
 
 def meta(parent: str | None = None, parent_score: float | None = None, link_score: float | None = None,
@@ -204,3 +204,31 @@ def test_shark_in_the_scheduler_queues_by_its_potential_score():
     released = release_all(scheduler)
     assert [r.url for r in released] == ["http://a.test/strong", "http://a.test/weak"]
     assert released[0].meta["focus_priority"] == pytest.approx(shark_value(SHARK_DELTA, 0.9), abs=1e-4)
+
+
+def test_a_classic_strategy_resumes_with_what_it_knew(tmp_path, caplog):
+    """A JOBDIR crawl with a classic strategy checkpoints the strategy's state (each URL's best
+    value so far and its discovery order): resumed, a URL raised by a better page before the kill
+    keeps its rank. Resumed with another strategy, the new one starts afresh, and says so."""
+    jobdir = str(tmp_path / "job")
+    scheduler = make_scheduler(FOCUS_STRATEGY="bestfirst", JOBDIR=jobdir)
+    spider = scheduler.spider
+    for url, score in [("http://a.test/low", 0.2), ("http://a.test/mid", 0.5)]:
+        assert scheduler.enqueue_request(link(url, "http://a.test/", score, spider))
+    assert not scheduler.enqueue_request(link("http://a.test/low", "http://b.test/hub", 0.95, spider))
+    scheduler.persistence.checkpoint(scheduler.learner, scheduler.released, scheduler.strategy)
+    scheduler.persistence.job.flush()
+
+    resumed = opened(JOBDIR=jobdir, FOCUS_STRATEGY="bestfirst")
+    try:
+        assert isinstance(resumed.strategy, BestFirstStrategy)
+        assert resumed.strategy.priority("http://a.test/low") == pytest.approx(0.95, abs=1e-4)
+        assert [r.url for r in release_all(resumed)] == ["http://a.test/low", "http://a.test/mid"]
+    finally:
+        resumed.close("finished")
+    other = opened(JOBDIR=jobdir, FOCUS_STRATEGY="bfs")
+    try:
+        assert isinstance(other.strategy, BreadthFirstStrategy)
+        assert "crawled with FOCUS_STRATEGY=bestfirst" in caplog.text
+    finally:
+        other.close("finished")

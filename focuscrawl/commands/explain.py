@@ -157,6 +157,8 @@ class Command(FocusCommand):
     def _from_checkpoint(self, path: str, urls: list[str], top: int) -> dict[str, dict | None]:
         checkpoint = self._load_checkpoint(path)
         learner = checkpoint.state["learner"]
+        # a classic strategy (FOCUS_STRATEGY) set the priorities: it says what they came from
+        strategy = checkpoint.state.get("strategy")
         # the journal since the snapshot: pages done since then are no longer waiting, and URLs
         # queued since then are (their priority is scored now: the journal keeps none)
         done = checkpoint.done
@@ -167,8 +169,12 @@ class Command(FocusCommand):
         for payload in checkpoint.queued_since():
             canonical = canonicalize(payload.get("url", ""))
             if canonical not in done:
-                named = link_features(link_context(canonical, payload.get("meta") or {}))
-                priority = learner.score(named, canonical, link_parent(payload.get("meta") or {}))
+                meta = payload.get("meta") or {}
+                if strategy is not None:
+                    priority = strategy.priority(canonical)
+                    priority = strategy.score(canonical, meta) if priority is None else priority
+                else:
+                    priority = learner.score(link_features(link_context(canonical, meta)), canonical, link_parent(meta))
                 entries.append((host_key(canonical), priority, payload, ()))
         wanted = {canonicalize(url): url for url in urls}
         result: dict[str, dict | None] = {url: None for url in urls}
@@ -181,7 +187,7 @@ class Command(FocusCommand):
                 if url is None or result[url] is not None or canonical in done:
                     continue
                 result[url] = self._entry_summary(learner, path, host, float(priority), request_dict, features,
-                                                  canonical, priorities, top)
+                                                  canonical, priorities, top, strategy)
         except (TypeError, ValueError, KeyError, IndexError) as exc:
             raise CommandError(f"{path} is not a usable frontier checkpoint (bad entry: {exc})") from None
         for url in urls:  # a URL given twice in different spellings shares its answer
@@ -191,12 +197,17 @@ class Command(FocusCommand):
         return result
 
     @staticmethod
-    def _entry_summary(learner, path, host, priority, request_dict, features, canonical, priorities, top) -> dict:
+    def _entry_summary(learner, path, host, priority, request_dict, features, canonical, priorities, top,
+                       strategy=None) -> dict:
         meta = request_dict.get("meta") or {}
         link = LinkMeta.from_meta(meta)
         parent_canonical = link_parent(meta)
         in_flight = math.isinf(priority)  # the scheduler checkpoints requests in flight with priority inf
-        if features is not None:
+        if strategy is not None:
+            score_now = strategy.priority(canonical)
+            score_now = None if score_now is None else round(float(score_now), 4)
+            why_now = [[name, value] for name, value in strategy.explain(canonical, meta)]
+        elif features is not None:
             # the frontier keeps hashed vectors; explanations need names: rebuild them from the link
             features = link_features(link_context(canonical, meta))
             score_now = round(float(learner.score(features, canonical, parent_canonical)), 4)
@@ -209,6 +220,7 @@ class Command(FocusCommand):
         return {
             "checkpoint": path,
             "checkpointed_at": mtime.isoformat(timespec="seconds"),
+            "strategy": getattr(strategy, "name", "learned"),
             "canonical_url": canonical,
             "in_flight": in_flight,
             "priority_stored": None if in_flight else round(priority, 4),
@@ -287,7 +299,7 @@ def _format_entry(asked: str, entry: dict) -> str:
     else:
         lines.append(f"  priority stored {entry['priority_stored']:.4f}, now {now}; rank {entry['rank'] + 1} of "
                      f"{entry['frontier_size']} waiting ({entry['rank']} with a higher priority)")
-    lines.append(f"  why now: {_why(entry['why_now'])}")
+    lines.append(f"  why now ({entry['strategy']}): {_why(entry['why_now'])}")
     stats = entry["host_stats"]
     host = (f"fetched {stats['fetched']}, relevant {stats['relevant']}, wasted {stats['wasted']}"
             if stats else "nothing fetched yet")

@@ -100,8 +100,10 @@ class Persistence:
     def checkpoint_due(self, now: float) -> bool:
         return now - self._last_checkpoint >= self.checkpoint_seconds
 
-    def checkpoint(self, learner, released: int) -> None:
-        """Packed entries as the frontier stores them, the rest as request dicts."""
+    def checkpoint(self, learner, released: int, strategy=None) -> None:
+        """Packed entries as the frontier stores them, the rest as request dicts; a classic
+        ``strategy`` (``FOCUS_STRATEGY``) with what it knows of each URL (the learner is the
+        ``learned`` one's state)."""
         self._last_checkpoint = time.monotonic()
         to_dict = self.serializer.to_dict
         entries = [(host, entry.priority, to_dict(entry.payload), entry.features)
@@ -113,28 +115,31 @@ class Persistence:
             "entries": entries, "packed": self.frontier.stored(), "seen": self.admission.seen, "learner": learner,
             "released": released, "timing": gate["timing"], "host_admitted": self.admission.host_admitted,
             "robots": gate["robots"],
+            "strategy": strategy if getattr(strategy, "name", "learned") != "learned" else None,
         })
         self.stats.inc_value("focus/checkpoints")
 
-    def close(self, learner, released: int) -> None:
-        self.checkpoint(learner, released)
+    def close(self, learner, released: int, strategy=None) -> None:
+        self.checkpoint(learner, released, strategy)
         self.job.close()
 
     # --- resume ---------------------------------------------------------------------------------
     def restore(self, learner, released: int, enqueue: Callable[[Request], bool],
-                apply_robots: Callable[[str], None], use_learner: Callable[[object], None]) -> tuple[object, int]:
+                apply_robots: Callable[[str], None], use_learner: Callable[[object], None],
+                use_strategy: Callable[[object], None] = lambda strategy: None) -> tuple[object, int]:
         """Snapshot, then the journal written after it: the frontier, seen set, learner and host
         state of the last checkpoint, plus every URL discovered since, minus the pages done.
-        ``use_learner(learner)`` is called with the snapshot's learner before the journal's URLs go
-        to ``enqueue``, which scores them with it. Returns the learner and the count of requests
-        made (the snapshot's, or those given)."""
+        ``use_learner(learner)`` is called with the snapshot's learner, and ``use_strategy`` with
+        its classic strategy if it had one, before the journal's URLs go to ``enqueue``, which
+        scores them with it. Returns the learner and the count of requests made (the snapshot's,
+        or those given)."""
         self.restoring = True
         try:
-            return self._restore(learner, released, enqueue, apply_robots, use_learner)
+            return self._restore(learner, released, enqueue, apply_robots, use_learner, use_strategy)
         finally:
             self.restoring = False
 
-    def _restore(self, learner, released, enqueue, apply_robots, use_learner):
+    def _restore(self, learner, released, enqueue, apply_robots, use_learner, use_strategy):
         try:
             state, events = self.job.load()
         except JobDirError as exc:
@@ -148,6 +153,8 @@ class Persistence:
         if state is not None:
             self.admission.seen, learner = state["seen"], state["learner"]
             use_learner(learner)
+            if state.get("strategy") is not None:
+                use_strategy(state["strategy"])
             released = state["released"]
             self.admission.host_admitted = state["host_admitted"]
             for host in self.gate.restore(state["timing"], state["robots"], time.monotonic()):

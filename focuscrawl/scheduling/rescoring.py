@@ -59,6 +59,13 @@ class BackgroundRescorer:
             self.strategy.learner = learner
             self.version = self.strategy.version
 
+    def use_strategy(self, strategy) -> None:
+        """A classic strategy restored from a checkpoint (what it knew of each URL) replaces the
+        crawl's."""
+        self.strategy = strategy
+        self.rescore = strategy.rescore
+        self.version = strategy.version
+
     def learner_updated(self) -> None:
         """The strategy's priorities may have moved (a new learner version, a URL found on a better
         page): stale entries are re-scored lazily, and a share of them in the background."""
