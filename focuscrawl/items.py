@@ -36,6 +36,9 @@ class PageItem:
     duplicate_of: str | None = None  # set by the dedup pipeline: the URL this page duplicates
     duplicate_kind: str | None = None  # "exact" or "near"
     extra: dict = field(default_factory=dict)
+    # the page's followable links (parsing ``Link``s), on their way to the store's link table (what
+    # ``scrapy train`` learns the link model from on a crawl store): not a page column, not exported
+    links: list = field(default_factory=list, repr=False, metadata={"column": False})
 
     #: fields written to the feed export for relevant pages
     EXPORT_FIELDS = (

@@ -5,17 +5,21 @@ was stored and exported."""
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
+from collections import Counter
 
 import pytest
 
 from focuscrawl.politeness.audit import audit_report, load_log
-from focuscrawl.relevance import TopicModel
+from focuscrawl.relevance import TopicModel, load_examples
+from focuscrawl.relevance.links import MISSING
 from focuscrawl.replay import RecordedWeb, ReplayProxy
 from focuscrawl.replay.baselines import bfs_requests, random_requests
 from focuscrawl.replay.linkgraph import LinkGraph, SamePage
 from focuscrawl.replay.metrics import Relevance, counted_requests, found_at, found_curve
 from focuscrawl.store import CrawlStore
-from focuscrawl.urls import canonicalize
+from focuscrawl.urls import canonicalize, w3lib_canonical
 
 from .conftest import run_scrapy
 
@@ -141,3 +145,56 @@ def test_connections_to_the_proxy_are_kept_alive_for_every_host(crawl):
     records = crawl["server"]
     connections = {r["conn"] for r in records}
     assert len(records) > 100 and len(connections) <= 16
+
+
+def test_the_store_records_the_link_graph_but_the_feed_does_not(crawl):
+    out = crawl["out"]
+    with CrawlStore(str(out / "crawl.db"), create=False) as store:
+        pages = {p["url"]: p for p in store.iter_pages()}
+        links = list(store.iter_links())
+    assert links
+    per_page = Counter(link["from_url"] for link in links)
+    # the links of the HTML pages, as many as the spider followed (the demo's pages have fewer than the cap)
+    assert all(pages[url]["status"] == 200 and pages[url]["outlinks"] == n for url, n in per_page.items())
+    assert all(link["url"] == w3lib_canonical(link["url"]) for link in links)
+    exported = [json.loads(line) for line in (out / "relevant.jsonl").read_text().splitlines()]
+    assert all("links" not in item for item in exported)
+
+
+def train_on(paths, labels, topic, output, cwd):
+    return run_scrapy(["train", *map(str, paths), "--labels", str(labels), "--positive", topic, "-o", str(output),
+                       "--cv-folds", "3"], cwd=cwd)
+
+
+def test_retraining_from_the_store_keeps_a_link_model(crawl, demo_web, demo_files):
+    out, store = crawl["out"], crawl["out"] / "crawl.db"
+    result = train_on([store], demo_files["labels"], demo_web.topic, out / "retrained.joblib", out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"from {store} (crawl store): " in result.stdout
+    model = TopicModel.load(out / "retrained.joblib")
+    assert model.link_pipeline is not None
+    # a dead link is one to a URL the crawl fetched and failed on; links to URLs it never fetched are skipped
+    with CrawlStore(str(store), create=False) as crawl_store:
+        fetched = list(crawl_store.iter_pages())
+    failed = {w3lib_canonical(p[k]) for p in fetched for k in ("url", "final_url") if p["status"] in (0, *range(400, 600))}
+    examples = load_examples([store], labels_path=demo_files["labels"])
+    dead = [link for link in examples.links if link.label == MISSING]
+    assert all(w3lib_canonical(link.url) in failed for link in dead)
+    tally = examples.link_sources[str(store)]
+    assert tally["unknown"] > 0 and tally["dead"] == len(dead) == model.metadata["links"]["n_missing"]
+    assert f"{tally['unknown']} to pages the crawl never fetched" in result.stdout
+
+
+def test_retraining_from_a_store_without_links_says_so_and_keeps_the_topic_model(crawl, demo_web, demo_files,
+                                                                                 tmp_path):
+    old = tmp_path / "old.db"
+    shutil.copy(crawl["out"] / "crawl.db", old)
+    with sqlite3.connect(old) as conn:  # as a store written before the crawl recorded links
+        conn.execute("DROP TABLE links")
+    conn.close()
+    result = train_on([old], demo_files["labels"], demo_web.topic, tmp_path / "m.joblib", tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stdout.splitlines() if "link" in line]
+    assert lines == [f"link model: none ({old}: no link table (a store written before focuscrawl recorded links)); "
+                     "links are valued by the topic model"]
+    assert TopicModel.load(tmp_path / "m.joblib").link_pipeline is None

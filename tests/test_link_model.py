@@ -92,6 +92,71 @@ def test_linked_web_labels_links_by_their_targets():
     assert [link.part for link in links] == [False, False, False]  # the hub is at the top of its host
 
 
+def test_a_crawled_page_leaves_targets_it_never_fetched_unknown_and_failed_ones_dead():
+    web = LinkedWeb()
+    web.add_page("http://c.example/hub", [
+        ("CS 1", "", "http://c.example/cs1"),        # fetched, labelled
+        ("gone", "", "http://c.example/gone"),       # fetched: 404
+        ("moved", "", "http://c.example/moved"),     # redirected to a failure
+        ("later", "", "http://c.example/later"),     # never fetched: unknown, not dead
+        ("blank", "", "http://c.example/blank"),     # fetched, no label
+    ], source="crawl.db", crawled=True)
+    web.add_page("http://c.example/cs1", [], source="crawl.db", crawled=True)
+    web.add_failure("http://c.example/gone")
+    web.add_record("http://c.example/moved", "http://c.example/timeout")
+    web.add_failure("http://c.example/timeout")
+    web.add_record("http://c.example/blank")
+    web.add_page("http://c.example/hub", [("dup", "", "http://c.example/cs1")], source="again.db", crawled=True)
+    links = web.examples({"http://c.example/cs1": "course"}.get)
+    assert [(link.anchor, link.label) for link in links] == [("CS 1", "course"), ("gone", MISSING),
+                                                             ("moved", MISSING)]
+    assert web.tally == {"crawl.db": {"labelled": 1, "dead": 2, "unknown": 1, "unlabelled": 1}}  # the dup: once
+    assert web.kinds["crawl.db"] == "crawl store"
+
+
+def crawl_store(path: Path, rows) -> Path:
+    """A crawl store of (url, final_url, status, title, links) rows, written as the crawl writes it."""
+    from focuscrawl.items import PageItem
+    from focuscrawl.parsing import Link
+    from focuscrawl.store import CrawlStore
+
+    with CrawlStore(path) as store:
+        for url, final_url, status, title, links in rows:
+            store.add_page(PageItem(url=url, final_url=final_url, status=status, title=title, text=title,
+                                    links=[Link(u, anchor) for u, anchor in links]))
+    return path
+
+
+def test_a_crawl_store_gives_links_and_combines_with_a_warc(recorded, tmp_path):
+    warc, labels = recorded
+    hub_links = [(f"http://c.example/courses/c{i}.html", f"CS {i}") for i in range(12)]
+    hub_links += [(f"http://c.example/groups/g{i}.html", "research group") for i in range(12)]
+    hub_links += [("http://c.example/gone.html", "old course"), ("http://c.example/down.html", "lab"),
+                  ("http://c.example/later.html", "never fetched")]
+    rows = [("http://c.example/", "http://c.example/", 200, "Department", hub_links),
+            ("http://c.example/gone.html", "http://c.example/gone.html", 404, "", []),
+            ("http://c.example/down.html", "http://c.example/down.html", 0, "", [])]
+    rows += [(u, u, 200, f"course {i}", [("http://c.example/", "home")]) for i, (u, _) in enumerate(hub_links[:24])]
+    store = crawl_store(tmp_path / "crawl.db", rows)
+    store_labels = write_labels(tmp_path / "store.tsv", [(u, "course" if "courses" in u else "other")
+                                                         for u, _ in hub_links[:24]] + [("http://c.example/", "other")])
+    examples = load_examples([store], labels_path=store_labels)
+    got = {link.url: link.label for link in examples.links}
+    assert got["http://c.example/gone.html"] == MISSING and got["http://c.example/down.html"] == MISSING
+    assert "http://c.example/later.html" not in got  # never fetched: unknown, not dead
+    assert sum(label == "course" for label in got.values()) == 12
+    assert examples.link_sources[str(store)] == {"kind": "crawl store", "labelled": 48, "dead": 2, "unlabelled": 0,
+                                                 "unknown": 1}
+    # a WARC and a store together: the links of both
+    both = tmp_path / "both.tsv"  # the WARC's labels, then the store's rows (without their header)
+    both.write_text(Path(labels).read_text() + "".join(store_labels.read_text().splitlines(True)[1:]))
+    mixed = load_examples([warc, store], labels_path=both)
+    assert len(mixed.links) == len(load_examples([warc], labels_path=labels).links) + len(examples.links)
+    assert [s["kind"] for s in mixed.link_sources.values()] == ["WARC", "crawl store"]
+    model, report = train_topic_model(mixed, ["course"], cv_folds=0)
+    assert model.link_pipeline is not None and report["links"]["part_prior"] is not None
+
+
 def test_part_prior_says_how_a_found_pages_parts_pay_off_on_the_training_web():
     """WebKB's kind of web: a course page's parts (homework, syllabus) are not course pages, its
     other links often are; the demo's kind: a section's parts are on its topic too."""
@@ -200,7 +265,9 @@ def test_train_command_reports_the_link_model(recorded, tmp_path):
             "--cv-folds", "3"]
     result = subprocess.run([*base, "-o", "m.joblib"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "link model: 192 labelled links, 48 to positive pages, 96 to pages never recorded" in result.stdout
+    assert ("link model: 192 labelled links, 48 to positive pages, 96 to dead URLs (never recorded, or failed "
+            "when crawled)") in result.stdout
+    assert f"from {warc} (WARC): 192 links, 96 of them dead; skipped" in result.stdout
     assert "average precision" in result.stdout
     assert "a found page's parts: the learner starts at none (too few links)" in result.stdout
     model = TopicModel.load(tmp_path / "m.joblib")

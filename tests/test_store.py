@@ -13,7 +13,9 @@ from scrapy.settings import Settings
 
 from focuscrawl.config import FocusConfig
 from focuscrawl.items import PageItem
+from focuscrawl.parsing import Link
 from focuscrawl.store import FIELDS, SCHEMA_VERSION, CrawlStore, StoreError, resolve_store_path
+from focuscrawl.store.sqlite import MAX_ANCHOR_CHARS, MAX_CONTEXT_CHARS, MAX_LINKS_PER_PAGE
 
 
 def page(n: int, **overrides) -> PageItem:
@@ -49,8 +51,9 @@ def test_round_trip_keeps_every_field_in_fetch_order(tmp_path):
     with CrawlStore(path, create=False) as store:
         pages = list(store.iter_pages())
         assert store.meta()["schema_version"] == str(SCHEMA_VERSION)
-    assert set(FIELDS) == {f.name for f in dataclasses.fields(PageItem)}
-    assert pages == [dataclasses.asdict(item) for item in items]
+    # every PageItem field is a column but the links, which go to the links table
+    assert set(FIELDS) == {f.name for f in dataclasses.fields(PageItem)} - {"links"}
+    assert pages == [{k: v for k, v in dataclasses.asdict(item).items() if k != "links"} for item in items]
     assert all(list(p) == list(FIELDS) for p in pages)
     assert pages[0]["relevant"] is True and pages[1]["relevant"] is False
 
@@ -229,3 +232,80 @@ def test_resolve_store_path_with_the_project_settings_module():
     assert resolve_store_path(FocusConfig.from_settings(settings)) == "./crawl.db"
     settings.set("JOBDIR", "jd", priority="cmdline")
     assert resolve_store_path(FocusConfig.from_settings(settings)) == "jd/crawl.db"
+
+
+def links_of(store: CrawlStore) -> list[tuple[str, str, str, str]]:
+    return [(l["from_url"], l["url"], l["anchor"], l["context"]) for l in store.iter_links()]
+
+
+def test_links_are_stored_canonical_bounded_and_read_back_page_by_page(tmp_path):
+    path = tmp_path / "crawl.db"
+    many = [Link(f"http://example.com/p{i}", "a" * 500, "c" * 500) for i in range(MAX_LINKS_PER_PAGE + 20)]
+    with CrawlStore(path) as store:
+        assert store.has_links
+        store.add_page(page(1, links=[Link("http://Example.com/b?y=2&x=1#top", "Bee", "see the bee"),
+                                      {"url": "http://example.com/a", "anchor": "A"},  # a mapping works too
+                                      Link("", "no url"), {"anchor": "no url either"}]))
+        store.add_page(page(2, links=many))
+        store.add_page(page(3))  # no links
+    with CrawlStore(path, create=False) as store:
+        got = links_of(store)
+        assert store.count_links() == len(got) == 2 + MAX_LINKS_PER_PAGE
+        # the pages' columns are untouched by links
+        assert [p["url"] for p in store.iter_pages()] == [f"http://example.com/{n}" for n in (1, 2, 3)]
+    assert got[:2] == [("http://example.com/1", "http://example.com/b?x=1&y=2", "Bee", "see the bee"),
+                       ("http://example.com/1", "http://example.com/a", "A", "")]
+    kept = got[2:]
+    assert [l[1] for l in kept] == [f"http://example.com/p{i}" for i in range(MAX_LINKS_PER_PAGE)]  # page order
+    assert {(len(l[2]), len(l[3])) for l in kept} == {(MAX_ANCHOR_CHARS, MAX_CONTEXT_CHARS)}
+    link = next(CrawlStore(path, create=False).iter_links())
+    assert link["from_final_url"] == "http://example.com/1?r=1"
+
+
+def test_a_refetched_page_replaces_its_links(tmp_path):
+    with CrawlStore(tmp_path / "crawl.db") as store:
+        store.add_page(page(1, links=[Link("http://example.com/old1"), Link("http://example.com/old2")]))
+        store.add_page(page(2, links=[Link("http://example.com/two")]))
+        store.add_page(page(1, links=[Link("http://example.com/new")]))
+        assert [(l[0], l[1]) for l in links_of(store)] == [("http://example.com/2", "http://example.com/two"),
+                                                           ("http://example.com/1", "http://example.com/new")]
+        store.add_page(page(2, status=503))  # re-fetched and failed: no links any more
+        assert [l[1] for l in links_of(store)] == ["http://example.com/new"]
+        assert store.count_links() == 1
+
+
+def test_a_store_without_the_links_table_opens_and_gets_it_when_written(tmp_path):
+    path = tmp_path / "crawl.db"
+    with CrawlStore(path) as store:
+        store.add_page(page(1))
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE links")  # as a store written before the table existed
+    conn.commit()
+    conn.close()
+    with CrawlStore(path, create=False) as store:  # a reader leaves it as it is
+        assert not store.has_links and list(store.iter_links()) == [] and store.count_links() == 0
+        assert [p["url"] for p in store.iter_pages()] == ["http://example.com/1"]
+    with CrawlStore(path) as store:  # a resumed crawl adds it
+        store.add_page(page(2, links=[Link("http://example.com/x", "X")]))
+        assert store.has_links and links_of(store) == [("http://example.com/2", "http://example.com/x", "X", "")]
+        assert store.count() == 2
+
+
+def test_links_that_are_not_a_list_are_refused_clearly(tmp_path):
+    with CrawlStore(tmp_path / "crawl.db") as store:
+        with pytest.raises(TypeError, match="list of links"):
+            store.add_page(page(1, links="http://example.com/x"))
+
+
+def test_a_damaged_row_of_links_loses_that_pages_links_only(tmp_path, caplog):
+    path = tmp_path / "crawl.db"
+    with CrawlStore(path) as store:
+        store.add_page(page(1, links=[Link("http://example.com/x", "X")]))
+        store.add_page(page(2, links=[Link("http://example.com/y", "Y")]))
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE links SET data = ? WHERE page = (SELECT id FROM pages WHERE url = ?)",
+                     (b"not zlib", "http://example.com/1"))
+    conn.close()
+    with CrawlStore(path, create=False) as store:
+        assert [l[1] for l in links_of(store)] == ["http://example.com/y"]
+    assert "damaged row of links" in caplog.text

@@ -23,9 +23,11 @@ class Command(FocusCommand):
             "Train the topic model that scores pages. EXAMPLES are WARC files (labels from "
             "--labels FILE.tsv with url and label columns), JSON-lines files, folders with one "
             "sub-folder per label, or a focuscrawl crawl store. Prints examples per class and "
-            "cross-validated precision, recall and F1. From WARC inputs it also trains a link "
-            "model: which anchors and URLs lead to on-topic pages, learned from every link whose "
-            "target is labelled or was never recorded (--no-link-model to skip it)."
+            "cross-validated precision, recall and F1. From WARC inputs and crawl stores it also "
+            "trains a link model: which anchors and URLs lead to on-topic pages, learned from every "
+            "link whose target is labelled or dead (a WARC: never recorded; a crawl store: fetched "
+            "with an error or no response; a target the crawl never fetched is skipped), so "
+            "retraining from a crawl store keeps a link model (--no-link-model to skip it)."
         )
 
     def add_options(self, parser) -> None:
@@ -43,7 +45,7 @@ class Command(FocusCommand):
                            help="leave out pages whose host matches REGEX")
         # Parsed here, not by argparse, so a bad value is one clear error line.
         group.add_argument("--no-link-model", action="store_true",
-                           help="do not train the link model from the links of WARC inputs")
+                           help="do not train the link model from the links of WARC inputs and crawl stores")
         group.add_argument("--cv-folds", metavar="N", default="5",
                            help="cross-validation folds (default 5; 0 skips cross-validation)")
 
@@ -90,7 +92,7 @@ class Command(FocusCommand):
             )
         else:
             print("cross-validation skipped (0 folds asked, or a class has a single example)")
-        _print_link_report(report.get("links"))
+        _print_link_report(report.get("links"), examples, asked=not opts.no_link_model)
         try:
             model.save(output)
         except OSError as exc:
@@ -98,12 +100,27 @@ class Command(FocusCommand):
         print(f"model written to {output}")
 
 
-def _print_link_report(links: dict | None) -> None:
+def _print_link_report(links: dict | None, examples, asked: bool = True) -> None:
+    notes = getattr(examples, "link_notes", [])
     if links is None:
-        print("link model: none (links are learned only from WARC inputs; links are valued by the topic model)")
+        if not asked:
+            why = "--no-link-model"
+        elif notes:
+            why = "; ".join(notes)
+        else:
+            why = "no labelled links: they are learned from WARC inputs and crawl stores"
+        print(f"link model: none ({why}); links are valued by the topic model")
         return
     print(f"link model: {links['n_links']} labelled links, {links['n_positive']} to positive pages, "
-          f"{links['n_missing']} to pages never recorded")
+          f"{links['n_missing']} to dead URLs (never recorded, or failed when crawled)")
+    for source, tally in getattr(examples, "link_sources", {}).items():
+        skipped = f"skipped {tally['unlabelled']} to unlabelled pages"
+        if tally["kind"] == "crawl store":
+            skipped += f", {tally['unknown']} to pages the crawl never fetched"
+        print(f"  from {source} ({tally['kind']}): {tally['labelled'] + tally['dead']} links, "
+              f"{tally['dead']} of them dead; {skipped}")
+    for note in notes:
+        print(f"  {note}")
     if links.get("skipped"):
         print(f"  not trained: {links['skipped']}")
     elif links["cv"]:

@@ -12,8 +12,10 @@ Formats, told apart by content (not only by name):
 Unlabelled and unreadable pages are skipped and counted (``ExampleList.skipped``), so a caller
 can say what was left out; inputs that cannot give any example raise ExamplesError.
 
-WARC inputs also give labelled links (``ExampleList.links``, for the link model): every page's
-links, labelled by their targets once the whole input is read (see ``relevance.links``).
+WARC inputs and crawl stores also give labelled links (``ExampleList.links``, for the link
+model): every page's links, labelled by their targets once every input is read (see
+``relevance.links.LinkedWeb``; a crawl store's links are those its crawl recorded, and a target
+the crawl never fetched is skipped, not dead).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from focuscrawl.parsing import decode_body, parse_html
-from focuscrawl.relevance.links import LinkedWeb, LinkExample
+from focuscrawl.relevance.links import LINK_OUTCOMES, LinkedWeb, LinkExample
 from focuscrawl.tsv import TsvError, read_pairs
 from focuscrawl.urls import w3lib_canonical
 
@@ -54,12 +56,16 @@ class Example:
 
 class ExampleList(list):
     """A list of Example that also says what was skipped and why (reason -> count), and the
-    labelled links of the recorded webs read (``links``: what ``train_link_model`` learns from)."""
+    labelled links of the recorded webs and crawl stores read (``links``: what ``train_link_model``
+    learns from), where they came from (``link_sources``: input -> its kind and a Counter of
+    ``links.LINK_OUTCOMES``) and why an input gave none (``link_notes``, one line each)."""
 
     def __init__(self, *args):
         super().__init__(*args)
         self.skipped: Counter = Counter()
         self.links: list[LinkExample] = []
+        self.link_sources: dict[str, dict] = {}
+        self.link_notes: list[str] = []
 
 
 def load_examples(
@@ -70,7 +76,8 @@ def load_examples(
     links: bool = True,
 ) -> ExampleList:
     """Read every path (any supported format) into one ExampleList, deduplicated by URL; with
-    ``links``, also the labelled links of WARC inputs (which means parsing every page)."""
+    ``links``, also the labelled links of WARC inputs (which means parsing every page) and of
+    crawl stores (the link table their crawl recorded)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     include = _regex(include_host, "include-host")
@@ -85,7 +92,7 @@ def load_examples(
         return not ((include and not include.search(host)) or (exclude and exclude.search(host)))
 
     for path in map(Path, paths):
-        for example in _read_any(path, labels, labels_path, out.skipped, web):
+        for example in _read_any(path, labels, labels_path, out.skipped, web, out.link_notes):
             if not keep(example.url):
                 out.skipped["host filtered"] += 1
                 continue
@@ -97,6 +104,11 @@ def load_examples(
             out.append(example)
     if labels is not None and web is not None:
         out.links = web.examples(lambda key: labels.get(key), keep_url=keep)
+        for source, tally in web.tally.items():
+            out.link_sources[source] = {"kind": web.kinds.get(source, ""), **{k: tally[k] for k in LINK_OUTCOMES}}
+            if not (tally["labelled"] or tally["dead"]):
+                out.link_notes.append(f"{source}: none of its {sum(tally.values())} links leads to a labelled "
+                                      "page or a dead URL")
     return out
 
 
@@ -145,7 +157,7 @@ def read_labels(path) -> Labels:
         raise ExamplesError(f"cannot read labels file {path}: {exc}") from None
 
 
-def _read_any(path: Path, labels, labels_path, skipped: Counter, web: LinkedWeb | None):
+def _read_any(path: Path, labels, labels_path, skipped: Counter, web: LinkedWeb | None, notes: list[str]):
     if not path.exists():
         raise ExamplesError(f"no such file or folder: {path}")
     if path.is_dir():
@@ -156,7 +168,7 @@ def _read_any(path: Path, labels, labels_path, skipped: Counter, web: LinkedWeb 
     except OSError as exc:
         raise ExamplesError(f"cannot read {path}: {exc.strerror or exc}") from None
     if head.startswith(SQLITE_MAGIC):
-        return _read_store(path, _need_labels(labels, path, "a crawl store"), labels_path, skipped)
+        return _read_store(path, _need_labels(labels, path, "a crawl store"), labels_path, skipped, web, notes)
     if _is_warc(path, head):
         return _read_warc(path, _need_labels(labels, path, "a WARC file"), labels_path, skipped, web)
     name = path.name.lower()
@@ -214,7 +226,7 @@ def _read_warc(path: Path, labels: Labels, labels_path, skipped: Counter, web: L
                     page = parse_html(record.content_stream().read(), url, content_type=content_type)
                     if web is not None:
                         web.add_page(url, [(link.anchor, link.context, link.url)
-                                           for link in page.links if not link.nofollow])
+                                           for link in page.links if not link.nofollow], source=str(path))
                 if label is None:
                     skipped["no label"] += 1
                     continue
@@ -310,7 +322,10 @@ def _read_folder(path: Path, skipped: Counter) -> list[Example]:
     return examples
 
 
-def _read_store(path: Path, labels: Labels, labels_path, skipped: Counter) -> list[Example]:
+def _read_store(path: Path, labels: Labels, labels_path, skipped: Counter, web: LinkedWeb | None,
+                notes: list[str]) -> list[Example]:
+    """Labelled pages with text; with ``web``, also every fetch (answered, redirected or failed)
+    and the links the crawl recorded."""
     try:
         from focuscrawl.store import CrawlStore, StoreError
     except ImportError as exc:  # pragma: no cover - the store package ships with focuscrawl
@@ -322,6 +337,8 @@ def _read_store(path: Path, labels: Labels, labels_path, skipped: Counter) -> li
             for page in store.iter_pages():
                 pages += 1
                 url, final_url = page.get("url") or "", page.get("final_url") or ""
+                if web is not None:
+                    _record_fetch(web, url, final_url, page.get("status"))
                 label = labels.get(url, final_url)
                 if label is None:
                     skipped["no label"] += 1
@@ -331,6 +348,8 @@ def _read_store(path: Path, labels: Labels, labels_path, skipped: Counter) -> li
                     skipped["no text"] += 1
                     continue
                 examples.append(Example(final_url or url, title, text, label))
+            if web is not None:
+                _read_store_links(store, path, web, notes)
         finally:
             store.close()
     except StoreError as exc:
@@ -342,6 +361,38 @@ def _read_store(path: Path, labels: Labels, labels_path, skipped: Counter) -> li
             f"no page in crawl store {path} has a label in {labels_path} ({pages} pages)"
         )
     return examples
+
+
+def _record_fetch(web: LinkedWeb, url: str, final_url: str, status) -> None:
+    """What one stored fetch says about its URLs: a redirect, an answer, or a failure (an error
+    status, or none at all: DNS, refused connection, timeout), which makes a link to it dead."""
+    final_url = final_url or url
+    if not final_url or not isinstance(status, int) or isinstance(status, bool):
+        return  # a damaged row says nothing: its URLs stay unknown
+    if url and url != final_url:
+        web.add_record(url, final_url)
+    if status == 0 or status >= 400:
+        web.add_failure(final_url)
+    else:
+        web.add_record(final_url)
+
+
+def _read_store_links(store, path: Path, web: LinkedWeb, notes: list[str]) -> None:
+    if not store.has_links:
+        notes.append(f"{path}: no link table (a store written before focuscrawl recorded links)")
+        return
+    current, page_url, docs, total = None, "", [], 0
+    for link in store.iter_links():  # page by page
+        if link["from_url"] != current:
+            if docs:
+                web.add_page(page_url, docs, source=str(path), crawled=True)
+            current, page_url, docs = link["from_url"], link["from_final_url"] or link["from_url"], []
+        docs.append((link["anchor"], link["context"], link["url"]))
+        total += 1
+    if docs:
+        web.add_page(page_url, docs, source=str(path), crawled=True)
+    if not total:
+        notes.append(f"{path}: no links recorded")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -35,6 +35,8 @@ from focuscrawl.urls import extension, is_part_of, url_tokens, w3lib_canonical
 
 #: The label of a link whose target the training web never answered (it leads nowhere).
 MISSING = "(not recorded)"
+#: Kinds of input a LinkedWeb's pages come from (see LinkedWeb).
+RECORDED, CRAWLED = "WARC", "crawl store"
 #: Fewer positive links than this and no link model is trained (the topic model reads links).
 MIN_POSITIVE_LINKS = 10
 MAX_REDIRECTS = 5
@@ -89,19 +91,37 @@ class LinkExample:
 
 
 class LinkedWeb:
-    """What a recorded web says about its links: each page's links, which URLs it answered, and
-    where its redirects lead. Filled while examples are read; turned into LinkExamples once
-    every record is known (a link may point to a record further on)."""
+    """What the training inputs say about their links: each page's links, which URLs were
+    answered or failed, and where redirects lead. Filled while examples are read; turned into
+    LinkExamples once every input is known (a link may point to a record further on).
+
+    Pages come from two kinds of input, which differ in what a target they never saw means. A
+    recorded web (a WARC, ``crawled=False``) holds every URL its web answered, so a target it
+    never recorded leads nowhere (MISSING). A crawl (a crawl store, ``crawled=True``) fetched only
+    some of its pages' targets: one it never fetched is unknown and teaches nothing, while one it
+    fetched and failed on (``add_failure``: an error status, DNS, a timeout) is dead (MISSING)."""
 
     def __init__(self) -> None:
-        self.pages: list[tuple[str, list[LinkDocument]]] = []
+        self.pages: list[tuple[str, list[LinkDocument], str, bool]] = []  # url, links, source, crawled
         self.recorded: set[str] = set()
         self.redirects: dict[str, str] = {}
+        self.dead: set[str] = set()
+        self._page_keys: set[str] = set()
+        #: after examples(): per source, its kind and how its links were labelled or why skipped
+        self.tally: dict[str, Counter] = {}
+        self.kinds: dict[str, str] = {}
 
-    def add_page(self, url: str, links: list[LinkDocument]) -> None:
-        self.recorded.add(w3lib_canonical(url))
+    def add_page(self, url: str, links: list[LinkDocument], *, source: str = "", crawled: bool = False) -> None:
+        """A page and its links; a page already added (the same URL from another input, or two
+        stored fetches redirected to one page) keeps its first links, so none is counted twice."""
+        key = w3lib_canonical(url)
+        self.recorded.add(key)
+        if key in self._page_keys:
+            return
+        self._page_keys.add(key)
+        self.kinds.setdefault(source, CRAWLED if crawled else RECORDED)
         if links:
-            self.pages.append((url, links))
+            self.pages.append((url, links, source, crawled))
 
     def add_record(self, url: str, location: str | None = None) -> None:
         """Any answered URL (error pages included); ``location`` for a redirect."""
@@ -110,33 +130,51 @@ class LinkedWeb:
         if location:
             self.redirects[key] = w3lib_canonical(location)
 
+    def add_failure(self, url: str) -> None:
+        """A URL a crawl fetched and failed on (an error status, no response): a link to it is dead."""
+        self.dead.add(w3lib_canonical(url))
+
     def examples(self, label_of, keep_url=lambda url: True) -> list[LinkExample]:
         """One LinkExample per link (from a page ``keep_url`` keeps, to a target it keeps) whose
-        target is labelled (``label_of(url)``, after redirects) or was never recorded. A link to
-        a recorded page without a label teaches nothing and is left out."""
+        target is labelled (``label_of(url)``, after redirects) or dead: failed in a crawl, or,
+        for a recorded web's page, never recorded. A link to a page without a label, or from a
+        crawled page to a URL the crawl never fetched, teaches nothing and is left out."""
         out = []
-        for page_url, links in self.pages:
+        self.tally = {}
+        for page_url, links, source, crawled in self.pages:
             if not keep_url(page_url):
                 continue
+            tally = self.tally.setdefault(source, Counter())
             source_label = label_of(w3lib_canonical(page_url))
             for anchor, context, url in links:
                 if not keep_url(url):
                     continue
-                label = self._target_label(url, label_of)
+                label, outcome = self._target_label(url, label_of, crawled)
+                tally[outcome] += 1
                 if label is not None:
                     out.append(LinkExample(anchor, context, url, label, source_label, is_part_of(url, page_url)))
         return out
 
-    def _target_label(self, url: str, label_of) -> str | None:
+    def _target_label(self, url: str, label_of, crawled: bool) -> tuple[str | None, str]:
+        """(label or None, outcome): the outcome is the tally key, one of LINK_OUTCOMES."""
         key = w3lib_canonical(url)
         for _ in range(MAX_REDIRECTS + 1):
             label = label_of(key)
             if label is not None:
-                return label
+                return label, "labelled"
             if key not in self.redirects:
                 break
             key = self.redirects[key]
-        return None if key in self.recorded else MISSING
+        if key in self.dead:
+            return MISSING, "dead"
+        if key in self.recorded:
+            return None, "unlabelled"
+        return (None, "unknown") if crawled else (MISSING, "dead")
+
+
+#: What became of a link (LinkedWeb.tally's keys): an example labelled by its target, an example
+#: to a dead URL; skipped: its target was answered but is unlabelled, or a crawl never fetched it.
+LINK_OUTCOMES = ("labelled", "dead", "unlabelled", "unknown")
 
 
 def part_prior(links: list[LinkExample], scores: np.ndarray, positive_labels: list[str]) -> dict:

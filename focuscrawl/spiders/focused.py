@@ -151,6 +151,7 @@ class FocusedSpider(scrapy.Spider):
             else:
                 links = [link for link in parsed.links if not link.nofollow]
             page.outlinks = len(links)
+            page.links = links  # for the store's link table (retraining); never exported
             self.crawler.stats.inc_value("focus/pages/scored")
             if page.relevant:
                 self.crawler.stats.inc_value("focus/pages/relevant")
