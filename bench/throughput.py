@@ -14,6 +14,8 @@ the time from the first request's start to the last response's end, so process s
 model loading are left out; wall time is printed too. On WebKB most links lead to pages never
 recorded (404s, which cost the server and the crawler almost nothing), and a crawl that avoids them
 does more work per request; so the pages actually served (status 200) per second are printed too.
+Relevant pages found per minute (the web's labels, ``focuscrawl.replay.metrics``) are printed for
+both crawlers: what a user feels, where requests per second measure only the machinery.
 A last line per crawler says why it runs at its rate: how many hosts it works at once and, on its
 busiest hosts, the median gap between one response and the next request.
 """
@@ -34,7 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from focuscrawl.replay import RecordedWeb, ReplayProxy  # noqa: E402
-from focuscrawl.replay.metrics import counted_requests  # noqa: E402
+from focuscrawl.replay.linkgraph import LinkGraph, SamePage, load_aliases  # noqa: E402
+from focuscrawl.replay.metrics import Relevance, counted_requests, load_labels, relevant_per_minute  # noqa: E402
 
 WEBKB = ROOT.parent / "shared" / "webkb"
 WEBKB_SEEDS = ["http://www.cs.cornell.edu/", "http://www.cs.utexas.edu/",
@@ -96,18 +99,26 @@ def run(argv: list[str], proxy: ReplayProxy, cwd: Path, env_extra: dict, timeout
     return wall
 
 
-def rate(proxy: ReplayProxy) -> tuple[int, float, float, str]:
+def relevance_of(web: RecordedWeb, labels, positive: str) -> Relevance:
+    """Which pages count as relevant (WebKB's aliases too, when present)."""
+    aliases = load_aliases(WEBKB / "aliases.tsv") if str(labels).startswith(str(WEBKB)) else []
+    return Relevance(load_labels(labels), [positive], SamePage.for_graph(LinkGraph.from_web(web), aliases))
+
+
+def rate(proxy: ReplayProxy, relevance: Relevance) -> tuple[int, float, float, float, str]:
     """(counted requests, requests per second and pages served with status 200 per second, between
-    the first start and the last end, and how the crawl used the hosts: ``host_use``)."""
+    the first start and the last end, relevant pages found per minute, and how the crawl used the
+    hosts: ``host_use``)."""
     proxy.wait_idle()
     log = [r for r in proxy.log if r.get("path") != "/robots.txt" and r.get("url")]
     n = len(counted_requests(log))
     if n < 2:
-        return n, 0.0, 0.0, ""
+        return n, 0.0, 0.0, 0.0, ""
     span = max(r["t_end"] for r in log) - min(r["t_start"] for r in log)
     if span <= 0:
-        return n, float("inf"), float("inf"), ""
-    return n, n / span, sum(1 for r in log if r.get("status") == 200) / span, host_use(log)
+        return n, float("inf"), float("inf"), 0.0, ""
+    return (n, n / span, sum(1 for r in log if r.get("status") == 200) / span, relevant_per_minute(log, relevance),
+            host_use(log))
 
 
 def host_use(log: list[dict], busiest: int = 4) -> str:
@@ -145,6 +156,7 @@ def main() -> None:
         web, robots, seeds, warc, labels, positive = load_web(args.web, work)
         (work / "seeds.txt").write_text("\n".join(seeds) + "\n")
         model = Path(args.model) if args.model else train_model(warc, labels, positive, work / "model.joblib")
+        relevance = relevance_of(web, labels, positive)
         common = ["-s", f"CONCURRENT_REQUESTS={args.concurrency}", "-s", "DOWNLOAD_DELAY=0",
                   "-s", "ROBOTSTXT_OBEY=True", "-s", "LOG_LEVEL=WARNING", "-s", "TELNETCONSOLE_ENABLED=False"]
         print(f"web: {args.web} ({len(web)} recorded responses), {args.pages} requests per crawl, "
@@ -155,7 +167,7 @@ def main() -> None:
                               "-s", f"FOCUS_BUDGET={args.pages}", "-s", f"FOCUS_STORE={work / 'crawl.db'}", *common,
                               *[arg for setting in args.set for arg in ("-s", setting)]],
                              proxy, work, {"SCRAPY_SETTINGS_MODULE": "focuscrawl.settings"}, args.timeout)
-            focus_n, focus_rate, focus_pages, focus_use = rate(proxy)
+            focus_n, focus_rate, focus_pages, focus_found, focus_use = rate(proxy, relevance)
 
         spider = work / "stock_spider.py"
         spider.write_text(STOCK_SPIDER)
@@ -164,11 +176,11 @@ def main() -> None:
                               "-a", f"pages={args.pages}", "-s", "CONCURRENT_REQUESTS_PER_DOMAIN=1",
                               "-s", "HTTPERROR_ALLOW_ALL=True", *common],
                              proxy, work, {}, args.timeout)
-            stock_n, stock_rate, stock_pages, stock_use = rate(proxy)
+            stock_n, stock_rate, stock_pages, stock_found, stock_use = rate(proxy, relevance)
 
-    print(f"{'crawler':<14}{'requests':>10}{'req/s':>10}{'200s/s':>9}{'wall s':>9}")
-    print(f"{'focuscrawl':<14}{focus_n:>10}{focus_rate:>10.1f}{focus_pages:>9.1f}{focus_wall:>9.1f}")
-    print(f"{'stock Scrapy':<14}{stock_n:>10}{stock_rate:>10.1f}{stock_pages:>9.1f}{stock_wall:>9.1f}")
+    print(f"{'crawler':<14}{'requests':>10}{'req/s':>10}{'200s/s':>9}{'relevant/min':>14}{'wall s':>9}")
+    print(f"{'focuscrawl':<14}{focus_n:>10}{focus_rate:>10.1f}{focus_pages:>9.1f}{focus_found:>14.1f}{focus_wall:>9.1f}")
+    print(f"{'stock Scrapy':<14}{stock_n:>10}{stock_rate:>10.1f}{stock_pages:>9.1f}{stock_found:>14.1f}{stock_wall:>9.1f}")
     print(f"focuscrawl: {focus_use}\nstock Scrapy: {stock_use}")
     if stock_rate:
         print(f"focuscrawl / stock = {focus_rate / stock_rate:.2f} (requests), "

@@ -225,9 +225,18 @@ class FocusConfig:
         "the same for all.")
     patience: float = setting(
         "FOCUS_PATIENCE", 2.0, _number(float),
-        "Hold a request when a URL scoring FOCUS_PATIENCE_MARGIN more waits at a host that will be "
-        "free within this many seconds (0: never hold). Seeds are never held.")
+        "The longest a request is held for a URL scoring FOCUS_PATIENCE_MARGIN more at a host that "
+        "will be free soon (0: never hold). Within it, a request is held only while that host is "
+        "free before a request sent now would be through the crawler (its work per request, "
+        "stretched by its load: focuscrawl/scheduling/policies.py Patience), so a crawl bound by "
+        "its hosts' delays does not wait. Seeds are never held.")
     patience_margin: float = setting("FOCUS_PATIENCE_MARGIN", 0.25, _number(float, None), "See FOCUS_PATIENCE.")
+    patience_priced: bool = setting(
+        "FOCUS_PATIENCE_PRICED", True, _bool,
+        "Price a wait by time (see FOCUS_PATIENCE). False: hold a request whenever a URL scoring "
+        "FOCUS_PATIENCE_MARGIN more is at a host free within FOCUS_PATIENCE seconds, for a crawl "
+        "that pays per request rather than per hour (more relevant pages per request, fewer per "
+        "minute when hosts ask for delays).")
     credit_decay: float = setting(
         "FOCUS_CREDIT_DECAY", 0.5, _number(float), "Credit passed back per ancestor hop of a relevant page.")
     exploration: float = setting(

@@ -81,8 +81,11 @@ class FocusScheduler:
         self.robots = RobotsFetcher(crawler, gate, frontier, self._free, over_cap=config.crawl_delay_over_cap,
                                     follow_sitemaps=config.follow_sitemaps)
         self.policies: list[ReleasePolicy] = []
-        if config.patience > 0:
-            self.policies.append(Patience(frontier, gate, config.patience, config.patience_margin))
+        # patience prices a wait by the crawler's load: it hears of every request released
+        self.patience = (Patience(frontier, gate, config.patience, config.patience_margin,
+                                  priced=config.patience_priced) if config.patience > 0 else None)
+        if self.patience is not None:
+            self.policies.append(self.patience)
         if config.head_check:
             self.policies.append(HeadCheck(self.stats, self._refuse, self._forget))
         self.released = 0  # requests released, robots.txt fetches not counted (FOCUS_BUDGET)
@@ -303,6 +306,8 @@ class FocusScheduler:
         meta["download_slot"] = host
         meta[M.HOST] = host
         self.gate.start(host, request)
+        if self.patience is not None:
+            self.patience.released(time.monotonic())
         if entry is not None and not meta.get(M.ROBOTS_FOR):
             self.released += 1
             meta[M.PRIORITY] = round(entry.priority, 4)

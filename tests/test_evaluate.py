@@ -19,7 +19,7 @@ from warcio.warcwriter import WARCWriter
 from focuscrawl.commands.evaluate import crawl_command, evaluate_logs, format_table, plot_curves
 from focuscrawl.replay import RecordedWeb, ReplayProxy
 from focuscrawl.replay.linkgraph import LinkGraph, SamePage
-from focuscrawl.replay.metrics import Relevance
+from focuscrawl.replay.metrics import Relevance, relevant_per_minute
 
 PROJECT = Path(__file__).resolve().parents[1]
 H = "http://ev.test"
@@ -132,13 +132,46 @@ def test_several_crawls_are_reported_as_their_mean_and_each_one(tmp_path):
     assert crawl["curve"] == [0, 0, 0.5, 1, 1, 1.5] and crawl["recall"]["6"] == 0.75
     table = format_table(report)
     assert "the mean of 2 crawls" in table
-    each = table.splitlines()[table.splitlines().index("focuscrawl, each crawl (harvest / recall at N):") + 2:]
-    assert [row.split() for row in each] == [["1", "|", "0.167", "50.0%"], ["2", "|", "0.333", "100.0%"]]
+    lines = table.splitlines()
+    each = lines[lines.index("focuscrawl, each crawl (harvest / recall at N; relevant pages per minute):") + 2:]
+    assert [row.split()[:4] for row in each] == [["1", "|", "0.167", "50.0%"], ["2", "|", "0.333", "100.0%"]]
+    rates = [run["per_minute"] for run in report["runs"]]
+    assert all(rate > 0 for rate in rates) and crawl["per_minute"] == pytest.approx(sum(rates) / 2)
+    assert [float(row.split()[-1]) for row in each] == [round(rate, 1) for rate in rates]
     json.dumps(report)
     plot_curves(report, str(tmp_path / "curve.png"))
     assert (tmp_path / "curve.png").stat().st_size > 1000
     # one crawl: the report keeps its single-crawl shape
     assert "runs" not in evaluate_logs(logs[:1], graph, relevance, [f"{H}/"], budget=6, random_runs=2)
+
+
+def timed(*rows):
+    """A server log: (path, status, t_start, t_end) per request."""
+    return [{"url": f"{H}{path}", "path": path, "method": "GET", "status": status, "t_start": start, "t_end": end}
+            for path, status, start, end in rows]
+
+
+def test_relevant_pages_per_minute_are_counted_on_the_servers_clock():
+    web = RecordedWeb.from_records(RECORDS)
+    graph = LinkGraph.from_web(web)
+    relevance = Relevance(LABELS, ["topic"], SamePage.for_graph(graph))
+    # two relevant pages (t1, and t2 behind a redirect) in 30 s from the first start to the last end;
+    # robots.txt counts neither as a request nor in the time
+    log = timed(("/robots.txt", 200, 0.0, 1.0), ("/", 200, 10.0, 11.0), ("/a", 200, 12.0, 13.0),
+                ("/t1", 200, 14.0, 15.0), ("/old", 301, 20.0, 21.0), ("/t2", 200, 39.0, 40.0))
+    assert relevant_per_minute(log, relevance) == pytest.approx(2 * 60 / 30)
+    assert relevant_per_minute(log, relevance, budget=3) == pytest.approx(1 * 60 / 5)  # the first 3 requests
+    assert relevant_per_minute([], relevance) == 0.0
+    report = evaluate_logs([log], graph, relevance, [f"{H}/"], budget=5, random_runs=2)
+    assert report["crawlers"]["focuscrawl"]["per_minute"] == pytest.approx(4.0)
+    assert "focuscrawl: 4.0 relevant pages per minute (0.400 per request at 5)" in format_table(report)
+
+
+def test_a_users_download_delay_wins_over_the_replays_zero():
+    argv = crawl_command("seeds.txt", "m.joblib", 50, "/tmp/x/crawl.db", ["DOWNLOAD_DELAY=1"])
+    assert [a for a in argv if a.startswith("DOWNLOAD_DELAY")] == ["DOWNLOAD_DELAY=1"]
+    argv = crawl_command("seeds.txt", "m.joblib", 50, "/tmp/x/crawl.db", ["FOCUS_PATIENCE=0"])
+    assert [a for a in argv if a.startswith("DOWNLOAD_DELAY")] == ["DOWNLOAD_DELAY=0"]
 
 
 def test_crawl_command_passes_budget_and_user_settings_last():
@@ -180,6 +213,8 @@ def files(tmp_path):
 @pytest.mark.parametrize("change, message", [
     ({"--budget": "0"}, "--budget must be at least 1"),
     ({"--runs": "two"}, "--runs must be a whole number of crawls"),
+    ({"--latency-ms": "slow"}, "--latency-ms must be a number of milliseconds"),
+    ({"--latency-ms": "-5"}, "--latency-ms must not be negative"),
     ({"--positive": "nosuch"}, "no such label"),
     ({"--labels": "missing.tsv"}, "labels file not found"),
     ({"--model": "missing.joblib"}, "model file not found"),

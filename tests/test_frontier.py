@@ -241,6 +241,19 @@ def test_best_soon_sees_only_live_waiting_hosts():
     assert f.best_soon(0.0, 5.0) == float("-inf")
 
 
+def test_best_soon_looks_at_the_soonest_free_hosts_only_so_its_cost_is_bounded():
+    f = Frontier()
+    # 200 idle hosts, h000 free first; the best URL sits at the host free last
+    for i in range(200):
+        f.push(f"h{i:03d}", Entry(10.0, f"http://h{i:03d}/first", None))  # popped by waiting()
+        f.push(f"h{i:03d}", Entry(1.0 + (i == 199), f"http://h{i:03d}/", None))
+    waiting(f, {f"h{i:03d}": 1.0 + i / 1000 for i in range(200)})
+    assert f.best_soon(0.0, 2.0) == 1.0  # h199 is not among the 64 soonest
+    assert f.best_soon(0.0, 2.0, limit=200) == 2.0
+    f.push("h000", Entry(3.0, "http://h000/better", None))
+    assert f.best_soon(0.0, 2.0) == 3.0  # the soonest are
+
+
 def test_random_operations_match_a_plain_model():
     """Against a brute-force model: the popped entry is the best among ready hosts."""
     import random

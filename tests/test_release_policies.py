@@ -11,6 +11,7 @@ from focuscrawl import meta as M
 from focuscrawl.frontier import Entry, Frontier
 from focuscrawl.politeness import DelayPolicy
 from focuscrawl.politeness.gate import HostGate
+from focuscrawl.scheduling.load import CrawlerLoad, runnable_time
 from focuscrawl.scheduling.policies import HeadCheck, Patience
 from focuscrawl.urls import canonicalize
 
@@ -19,11 +20,32 @@ NOW = 100.0
 
 # --- Patience -----------------------------------------------------------------------------------
 
-def patience(horizon: float = 2.0, margin: float = 0.25):
-    """A real frontier and host gate (a one-second delay), and Patience over them."""
+class WorkClock:
+    """The crawler's seconds of work so far, set by the test."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def __call__(self) -> float:
+        return self.seconds
+
+
+def load(policy: Patience, cost: float, busy: float, requests: int = 16) -> None:
+    """``requests`` released before NOW by a crawler that worked ``cost`` seconds on each and was
+    busy for the share ``busy`` of the time."""
+    for k in range(requests + 1):
+        policy.work.seconds = k * cost
+        policy.released(NOW - (requests - k) * cost / busy)
+
+
+def patience(horizon: float = 2.0, margin: float = 0.25, cost: float = 1.0, busy: float = 0.95):
+    """A real frontier and host gate (a one-second delay), and Patience over them, with a crawler
+    that has been busy (by default so busy that any wait up to ``horizon`` costs nothing)."""
     frontier = Frontier()
     gate = HostGate(DelayPolicy(minimum=1.0, adaptive_factor=0.0), agent="focuscrawl", obey_robots=False)
-    return frontier, gate, Patience(frontier, gate, horizon, margin)
+    policy = Patience(frontier, gate, horizon, margin, work=WorkClock())
+    load(policy, cost, busy)
+    return frontier, gate, policy
 
 
 def push(frontier: Frontier, host: str, priority: float, name: str, depth: int = 1) -> None:
@@ -103,6 +125,98 @@ def test_a_seed_is_never_held():
     host, entry = busy_host_with_a_better_url(frontier, gate, depth=0)
     assert entry.payload.meta["depth"] == 0
     assert review(policy, host, entry) is entry.payload
+
+
+# --- what a wait costs ---------------------------------------------------------------------------
+
+def test_the_load_measures_the_crawlers_work_per_request_and_its_busy_share():
+    frontier, gate, policy = patience(cost=0.02, busy=0.5)
+    assert policy.load.measure(NOW, policy.work()) == pytest.approx((0.02, 0.5))
+    # idle since: the same work over a longer span
+    assert policy.load.measure(NOW + 0.64, policy.work()) == pytest.approx((0.02, 0.25))
+    assert CrawlerLoad().measure(NOW, 1.0) == (0.0, 0.0)  # nothing released yet: no measure
+    assert CrawlerLoad().sojourn(NOW, 1.0) == 0.0
+
+
+@pytest.mark.parametrize(("cost", "busy", "wait"), [
+    (0.02, 0.5, 0.04),       # half busy: a request is through after twice its work
+    (0.02, 0.9, 0.2),        # a fast server: the crawler's work the bottleneck
+    (0.02, 0.1, 0.02 / 0.9),  # a real web: about one request's work
+    (0.02, 1.0, 0.4),        # flat out: busy capped at 0.95
+])
+def test_a_wait_costs_nothing_within_a_requests_sojourn_through_the_crawler(cost, busy, wait):
+    frontier, gate, policy = patience(cost=cost, busy=busy)
+    assert policy.horizon(NOW) == pytest.approx(wait)
+
+
+def test_the_horizon_never_passes_the_patience_setting():
+    frontier, gate, policy = patience(horizon=0.5)
+    assert policy.horizon(NOW) == 0.5
+
+
+def waiting_host_with_a_better_url(frontier, ready_in: float):
+    """a.test's response is in, a URL of 4.0 queued, free in ``ready_in`` s; b.test's URL of 1.0 popped."""
+    push(frontier, "a.test", 5.0, "best")
+    push(frontier, "a.test", 4.0, "next")
+    push(frontier, "b.test", 1.0, "poor")
+    popped(frontier, "http://a.test/best")
+    frontier.release("a.test", NOW + ready_in)
+    return popped(frontier, "http://b.test/poor")
+
+
+@pytest.mark.parametrize(("ready_in", "held"), [(0.01, True), (0.19, True), (0.21, False), (1.0, False)])
+def test_a_busy_crawler_waits_for_a_good_host_free_within_the_sojourn(ready_in, held):
+    # 20 ms of the crawler's work a request, busy 90% of the time: through after 200 ms
+    frontier, gate, policy = patience(cost=0.02, busy=0.9)
+    host, entry = waiting_host_with_a_better_url(frontier, ready_in)
+    assert (review(policy, host, entry) is None) == held
+
+
+def test_a_mostly_idle_crawler_does_not_wait_out_a_hosts_delay():
+    # a real web: the hosts' delays are the bottleneck, the crawler works 3% of the time: ~10 ms
+    frontier, gate, policy = patience(cost=0.01, busy=0.03)
+    host, entry = busy_host_with_a_better_url(frontier, gate)  # a.test in flight: free in 1 s
+    assert review(policy, host, entry) is entry.payload
+    for ready_in, held in ((0.3, False), (0.005, True)):
+        frontier, gate, policy = patience(cost=0.01, busy=0.03)
+        host, entry = waiting_host_with_a_better_url(frontier, ready_in)
+        assert (review(policy, host, entry) is None) == held
+
+
+def test_a_crawl_that_pays_per_request_waits_out_a_hosts_delay_whatever_its_load():
+    """FOCUS_PATIENCE_PRICED = False: a request is the price, not time; the idle crawler of the
+    test above holds its poor request for the better URL free within FOCUS_PATIENCE."""
+    frontier = Frontier()
+    gate = HostGate(DelayPolicy(minimum=1.0, adaptive_factor=0.0), agent="focuscrawl", obey_robots=False)
+    policy = Patience(frontier, gate, 2.0, 0.25, work=WorkClock(), priced=False)
+    load(policy, cost=0.01, busy=0.03)
+    host, entry = busy_host_with_a_better_url(frontier, gate)  # a.test in flight: free in 1 s
+    assert policy.horizon(NOW) == 2.0
+    assert review(policy, host, entry) is None
+
+
+def test_holding_lowers_the_measured_load_so_the_crawl_cannot_stall():
+    # the crawler stops working while it holds: the wait that costs nothing shrinks
+    frontier, gate, policy = patience(cost=0.02, busy=0.9)
+    host, entry = waiting_host_with_a_better_url(frontier, 0.19)
+    assert review(policy, host, entry) is None
+    later = NOW + 0.1  # 100 ms without a request released or any work done; a.test 90 ms away
+    assert policy.horizon(later) < 0.09
+    assert policy.review(host, entry, entry.payload, later) is entry.payload
+
+
+def test_nothing_is_held_before_the_crawler_has_a_measure():
+    frontier = Frontier()
+    gate = HostGate(DelayPolicy(minimum=1.0, adaptive_factor=0.0), agent="focuscrawl", obey_robots=False)
+    policy = Patience(frontier, gate, 2.0, 0.25, work=WorkClock())
+    host, entry = busy_host_with_a_better_url(frontier, gate)
+    assert review(policy, host, entry) is entry.payload
+
+
+def test_the_crawlers_work_clock_moves_with_its_work():
+    before = runnable_time()
+    sum(i * i for i in range(200_000))
+    assert runnable_time() > before
 
 
 # --- HeadCheck ----------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ crawl builds it (``from_crawler``) and driven through its parts; a stand-in down
 reactor's place."""
 
 import gc
+import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -300,11 +301,21 @@ def test_a_duplicate_is_refused_silently_and_another_spelling_or_a_redirect_to_i
     assert len(scheduler.frontier) == 2 and len(scheduler.admission.seen) == 1
 
 
+def flat_out(scheduler):
+    """The crawler as patience measures it: working flat out (its own work the bottleneck, so a
+    wait up to FOCUS_PATIENCE is worth it)."""
+    scheduler.patience.work = lambda: 1e6
+    start = time.monotonic()
+    scheduler.patience.load.released(start - 1.0, 0.0)
+    scheduler.patience.load.released(start - 0.5, 0.0)
+    return scheduler
+
+
 def test_patience_waits_only_for_a_busy_host_that_can_be_free_within_it():
     """A clearly better URL at a host with a request in flight is waited for when that host's
     delay after its response fits in FOCUS_PATIENCE, not when it does not (a long Crawl-delay):
     the same rule as for a host waiting out its delay."""
-    scheduler = make_scheduler(FOCUS_PATIENCE=2.0)
+    scheduler = flat_out(make_scheduler(FOCUS_PATIENCE=2.0))
     spider = scheduler.spider
     for host, priority, name in [("a.test", 5.0, "best"), ("a.test", 4.0, "next"), ("b.test", 1.0, "poor")]:
         url = f"http://{host}/{name}"
@@ -320,7 +331,7 @@ def test_patience_waits_only_for_a_busy_host_that_can_be_free_within_it():
 def test_patience_never_holds_a_seed():
     """A seed is where the user told the crawl to start: it goes out even when a clearly better URL
     waits at a busy host (the same set-up holds a link found on a page)."""
-    scheduler = make_scheduler(FOCUS_PATIENCE=2.0)
+    scheduler = flat_out(make_scheduler(FOCUS_PATIENCE=2.0))
     spider = scheduler.spider
     for host, priority, name, depth in [("a.test", 5.0, "best", 1), ("a.test", 4.0, "next", 1),
                                         ("c.test", 1.0, "", 0), ("b.test", 0.5, "link", 1)]:
@@ -330,6 +341,23 @@ def test_patience_never_holds_a_seed():
     assert scheduler.next_request().url == "http://c.test/"  # the seed goes
     assert scheduler.next_request() is None  # b.test's link waits for a.test's next
     assert scheduler.stats.get_value("focus/frontier/held") == 1
+
+
+def test_patience_never_holds_while_the_crawler_is_idle():
+    """A crawler doing nothing (a real web's delays the bottleneck) sends the worse URL rather
+    than wait a second for the better one: the crawl is not idle while work is ready."""
+    scheduler = make_scheduler(FOCUS_PATIENCE=2.0, DOWNLOAD_DELAY=1.0)
+    scheduler.patience.work = lambda: 0.03
+    start = time.monotonic()
+    for k in range(3):
+        scheduler.patience.load.released(start - 3.0 + k, 0.01 * k)
+    spider = scheduler.spider
+    for host, priority, name in [("a.test", 5.0, "best"), ("a.test", 4.0, "next"), ("b.test", 1.0, "poor")]:
+        url = f"http://{host}/{name}"
+        scheduler.frontier.push(host, Entry(priority, url, Request(url, callback=spider.parse)))
+    assert scheduler.next_request().url == "http://a.test/best"
+    assert scheduler.next_request().url == "http://b.test/poor"
+    assert not scheduler.stats.get_value("focus/frontier/held")
 
 
 def test_what_exists_when_the_crawl_opens_is_frozen_for_the_garbage_collector_until_it_closes():

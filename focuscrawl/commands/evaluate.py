@@ -35,6 +35,7 @@ from focuscrawl.replay.metrics import (
     load_labels,
     reachable_relevant,
     read_log,
+    relevant_per_minute,
     report_points,
     score_curve,
 )
@@ -67,8 +68,11 @@ def evaluate_logs(logs: list[list[dict]], graph: LinkGraph, relevance: Relevance
         "reachable_relevant": reach, "points": points, "random_runs": random_runs,
         "crawlers": crawlers,
     }
+    per_minute = [relevant_per_minute(log, relevance, budget) for log in logs]
+    crawlers["focuscrawl"]["per_minute"] = sum(per_minute) / len(per_minute)
     if len(runs) > 1:
-        report["runs"] = [{**score_curve(curve, reach, points), "curve": curve} for curve in runs]
+        report["runs"] = [{**score_curve(curve, reach, points), "curve": curve, "per_minute": rate}
+                          for curve, rate in zip(runs, per_minute)]
     return report
 
 
@@ -84,9 +88,11 @@ def evaluate_strategies(logs: dict[str, list[list[dict]]], graph: LinkGraph, rel
     crawlers, each = {}, {}
     for name, crawls in logs.items():
         curves = [found_curve(counted_requests(log)[:budget], relevance) for log in crawls]
+        rates = [relevant_per_minute(log, relevance, budget) for log in crawls]
         curve = curves[0] if len(curves) == 1 else mean_curve(curves)
-        crawlers[STRATEGY_KEY + name] = {**score_curve(curve, reach, points), "curve": curve}
-        each[name] = [{**score_curve(c, reach, points), "curve": c} for c in curves]
+        crawlers[STRATEGY_KEY + name] = {**score_curve(curve, reach, points), "curve": curve,
+                                         "per_minute": sum(rates) / len(rates)}
+        each[name] = [{**score_curve(c, reach, points), "curve": c, "per_minute": r} for c, r in zip(curves, rates)]
     for name in BASELINES:
         crawlers[name] = {**score_curve(baselines[name], reach, points), "curve": baselines[name]}
     report = {
@@ -132,13 +138,26 @@ def format_table(report: dict) -> str:
             score = report["crawlers"][name]
             cells.append(f"{score['harvest'][str(n)]:>8.3f} {score['recall'][str(n)]:>9.1%}")
         lines.append(f"{n:>6} | " + " | ".join(cells))
+    lines += ["", per_minute_line("focuscrawl", report["crawlers"]["focuscrawl"], runs)]
     if runs:
-        lines += ["", "focuscrawl, each crawl (harvest / recall at N):",
-                  f"{'crawl':>6} | " + " | ".join(f"{n:^{cell}}" for n in report["points"])]
+        lines += ["", "focuscrawl, each crawl (harvest / recall at N; relevant pages per minute):",
+                  f"{'crawl':>6} | " + " | ".join(f"{n:^{cell}}" for n in report["points"]) + " | per min"]
         for i, run in enumerate(runs, 1):
             lines.append(f"{i:>6} | " + " | ".join(
-                f"{run['harvest'][str(n)]:>8.3f} {run['recall'][str(n)]:>9.1%}" for n in report["points"]))
+                f"{run['harvest'][str(n)]:>8.3f} {run['recall'][str(n)]:>9.1%}" for n in report["points"])
+                + f" | {run.get('per_minute', 0.0):>7.1f}")
     return "\n".join(lines)
+
+
+def per_minute_line(name: str, score: dict, runs: list[dict]) -> str:
+    """Relevant pages found per minute (the server's clock), beside harvest per request at the
+    budget: the crawl's mean, and each crawl's when there are several."""
+    last = str(max(int(n) for n in score["harvest"]))
+    line = (f"{name}: {score.get('per_minute', 0.0):.1f} relevant pages per minute "
+            f"({score['harvest'][last]:.3f} per request at {last})")
+    if runs:
+        line += "; each crawl: " + ", ".join(f"{run.get('per_minute', 0.0):.1f}" for run in runs)
+    return line
 
 
 def _rows(report: dict, columns: list[tuple[str, str]], cell: int) -> list[str]:
@@ -168,6 +187,9 @@ def _strategies_table(report: dict, head: str) -> str:
                    f"(sim): simulated on the recorded link graph", ""]
     cell = 18
     lines += _rows(report, _columns(report), cell)
+    lines.append("")
+    lines += [per_minute_line(name, report["crawlers"][STRATEGY_KEY + name], runs.get(name, []))
+              for name in report["strategies"]]
     for name in report["strategies"] if runs else ():
         lines += ["", f"{name}, each crawl (harvest / recall at N):",
                   f"{'crawl':>6} | " + " | ".join(f"{n:^{cell}}" for n in report["points"])]
@@ -218,9 +240,13 @@ def plot_curves(report: dict, path: str) -> None:
 
 
 def crawl_command(seeds: str, model: str, budget: int, store: str, settings: list[str]) -> list[str]:
-    """The ``scrapy crawl focused`` argv; the user's ``-s`` come last, so they win."""
+    """The ``scrapy crawl focused`` argv; the user's ``-s`` come last, so they win (a replay is
+    crawled with DOWNLOAD_DELAY=0 unless the user gives one: ``-s DOWNLOAD_DELAY=1`` with
+    ``--latency-ms`` times a crawl under real politeness)."""
     argv = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"seeds={seeds}", "-a", f"model={model}",
-            "-s", f"FOCUS_BUDGET={budget}", "-s", "DOWNLOAD_DELAY=0", "-s", f"FOCUS_STORE={store}"]
+            "-s", f"FOCUS_BUDGET={budget}", "-s", f"FOCUS_STORE={store}"]
+    if not any(item.split("=", 1)[0].strip() == "DOWNLOAD_DELAY" for item in settings):
+        argv += ["-s", "DOWNLOAD_DELAY=0"]
     for item in settings:
         argv += ["-s", item]
     return argv
@@ -268,7 +294,7 @@ class Command(FocusCommand):
 
     def syntax(self) -> str:
         return ("WARC [WARC...] --labels FILE.tsv --positive LABEL[,LABEL] --seeds SEEDS --model MODEL "
-                "--budget N [--aliases FILE.tsv] [--runs K] [--strategies NAME[,NAME]] [-o report.json] [--plot curve.png] "
+                "--budget N [--aliases FILE.tsv] [--runs K] [--latency-ms MS] [--strategies NAME[,NAME]] [-o report.json] [--plot curve.png] "
                 "[-s NAME=VALUE ...]")
 
     def short_desc(self) -> str:
@@ -279,7 +305,7 @@ class Command(FocusCommand):
             "Replay the WARC files on 127.0.0.1, run `scrapy crawl focused` through the replay with a budget "
             "of N requests (-s settings are passed on to it), and score the server's log: harvest@N "
             "(relevant pages found per request) and recall@N (share of the relevant pages reachable from the "
-            "seeds), beside breadth-first, random (mean of 10 runs) and oracle crawls simulated on the same "
+            "seeds), and relevant pages found per minute (the server's clock), beside breadth-first, random (mean of 10 runs) and oracle crawls simulated on the same "
             "link graph. Every request counts, 404s and redirects included; robots.txt does not. With "
             "--strategies, crawl with each ordering strategy (FOCUS_STRATEGY) in turn, --runs times each, and "
             "report them side by side."
@@ -302,6 +328,9 @@ class Command(FocusCommand):
         parser.add_argument("--strategies", metavar="NAME[,NAME]",
                             help="crawl with each of these ordering strategies (FOCUS_STRATEGY, any of "
                                  f"{', '.join(STRATEGIES)}) --runs times each, and report them side by side")
+        parser.add_argument("--latency-ms", default="0", metavar="MS",
+                            help="the replay answers each request MS milliseconds late (default 0); with "
+                                 "-s DOWNLOAD_DELAY=1 it times a crawl under real politeness")
         parser.add_argument("--random-runs", default="10", metavar="K", help=argparse.SUPPRESS)
 
     def execute(self, args: list[str], opts) -> None:
@@ -312,6 +341,12 @@ class Command(FocusCommand):
         runs = parse_count(opts.runs, "--runs", "crawls")
         strategies = parse_strategies(opts.strategies, opts.set) if opts.strategies is not None else None
         random_runs = parse_count(opts.random_runs, "--random-runs", "runs")
+        try:
+            opts.latency_ms = float(opts.latency_ms)
+        except (TypeError, ValueError):
+            raise CommandError(f"--latency-ms must be a number of milliseconds, not {opts.latency_ms!r}") from None
+        if not opts.latency_ms >= 0:
+            raise CommandError(f"--latency-ms must not be negative, not {opts.latency_ms!r}")
         positive = [p.strip() for p in opts.positive.split(",") if p.strip()]
         if not os.path.isfile(opts.model):
             raise CommandError(f"model file not found: {opts.model}")
@@ -359,7 +394,7 @@ class Command(FocusCommand):
         workdir = Path(tempfile.mkdtemp(prefix="focuscrawl-evaluate-"))
         server_log = workdir / "server.jsonl"
         crawl_log = workdir / "crawl.log"
-        proxy = start_proxy(web, log_path=str(server_log))
+        proxy = start_proxy(web, log_path=str(server_log), latency_ms=getattr(opts, "latency_ms", 0.0))
         print(f"replaying {len(web)} responses at {proxy.url}; crawling with a budget of {budget} requests{which}...",
               flush=True)
         argv = crawl_command(opts.seeds, opts.model, budget, str(workdir / "crawl.db"), [*opts.set, *settings])

@@ -45,6 +45,9 @@ from focuscrawl.frontier.storage import HostQueue, QueueFactory
 __all__ = ["Frontier", "Entry", "Codec", "PackedRescorer", "Rescorer", "read_stored", "record_priority"]
 
 
+#: the idle hosts ``best_soon`` looks at, soonest free first: its cost, bounded
+SOON_LIMIT = 64
+
 # a host's state: idle (filed in the waiting heap, if it has work), in the ready heap, or busy
 # (popped, not released yet)
 IDLE, READY, BUSY = 0, 1, 2
@@ -313,28 +316,40 @@ class Frontier:
             times.append(self._waiting[0][0])
         return min(times) if times else None
 
-    def best_soon(self, now: float, horizon: float, busy_hosts=()) -> float:
+    def best_soon(self, now: float, horizon: float, busy_hosts=(), limit: int = SOON_LIMIT) -> float:
         """The best priority queued at hosts that are busy now (``busy_hosts``) or whose delay ends
-        within ``horizon`` seconds: what waiting a little could buy. -inf when there is none."""
+        within ``horizon`` seconds: what waiting a little could buy. -inf when there is none.
+
+        Of the idle hosts only the ``limit`` soonest free are looked at (the waiting heap's items in
+        order of ready time, stale ones included), so a call costs O(limit log limit) however many
+        hosts a frontier knows: a wait is for a host about to be free, and with more than ``limit``
+        hosts that close, a better URL among them is all the more likely to be in the soonest."""
         best = float("-inf")
         for host in busy_hosts:
             h = self._hosts.get(host)
             if h is not None and h.q.top is not None:
                 best = max(best, record_priority(h.q.top))
         bound = now + horizon
+        heap, hosts = self._waiting, self._hosts
+        n = len(heap)
+        if not n or heap[0][0] > bound:
+            return best
         top = None  # best record among the hosts found
-        heap, stack, hosts = self._waiting, [0], self._hosts
-        while stack:  # visit only heap nodes whose ready time is within the bound
-            i = stack.pop()
-            if i >= len(heap) or heap[i][0] > bound:
-                continue
+        todo = [(heap[0][0], 0)]  # heap nodes within the bound, soonest first
+        push, pop = heapq.heappush, heapq.heappop
+        for _ in range(limit):
+            if not todo:
+                break
+            _, i = pop(todo)
             ready_at, host = heap[i]
             h = hosts[host]
             if h.wkey == ready_at and h.q.top is not None and h.state != BUSY and h.ready_at == ready_at:
                 key = h.q.top
                 if top is None or key < top:
                     top = key
-            stack.extend((2 * i + 1, 2 * i + 2))
+            for j in (2 * i + 1, 2 * i + 2):
+                if j < n and heap[j][0] <= bound:
+                    push(todo, (heap[j][0], j))
         if top is not None:
             best = max(best, record_priority(top))
         return best

@@ -15,6 +15,9 @@ Definitions (the same for a real crawl's log and for a simulated baseline):
 - **harvest@N** = found(N) / N.
 - **recall@N** = found(N) / R, where R = relevant pages with a 2xx URL reachable from the seeds
   by following recorded links (and recorded redirects) in the link graph.
+- **Relevant pages per minute** = found(n) / (the last of the n counted requests' ``t_end`` minus
+  the first one's ``t_start``) x 60, over the crawl's n counted requests: how fast the crawl finds
+  what the user wants, as the server's clock sees it (start-up and model loading left out).
 - When a crawl stopped after n < N requests, found(N) = found(n): the unused requests found
   nothing. ``requests`` in a score says how many were made.
 """
@@ -55,16 +58,34 @@ def read_log(path: str | Path) -> list[dict]:
     return records
 
 
-def counted_requests(log: Iterable[Mapping]) -> list[tuple[str, int]]:
-    """(url, status) of the counted requests (see the module docstring), in t_start order."""
+def _counted_rows(log: Iterable[Mapping]) -> list[tuple[float, int, float, str, int]]:
+    """(t_start, position, t_end, url, status) of the counted requests, in t_start order."""
     rows = []
     for i, rec in enumerate(log):
         url = rec.get("url") or ""
         if not url or rec.get("method") == "CONNECT" or rec.get("path") == "/robots.txt":
             continue
-        rows.append((float(rec.get("t_start", 0.0)), i, url, int(rec.get("status", 0))))
+        start = float(rec.get("t_start", 0.0))
+        rows.append((start, i, float(rec.get("t_end", start)), url, int(rec.get("status", 0))))
     rows.sort()
-    return [(url, status) for _, _, url, status in rows]
+    return rows
+
+
+def counted_requests(log: Iterable[Mapping]) -> list[tuple[str, int]]:
+    """(url, status) of the counted requests (see the module docstring), in t_start order."""
+    return [(url, status) for *_, url, status in _counted_rows(log)]
+
+
+def relevant_per_minute(log: Iterable[Mapping], relevance: "Relevance", budget: int | None = None) -> float:
+    """Relevant pages found per minute over the first ``budget`` counted requests (all without a
+    budget), by the server's log times; 0 when they span no time."""
+    rows = _counted_rows(log)
+    rows = rows[:budget] if budget is not None else rows
+    if not rows:
+        return 0.0
+    span = max(end for _, _, end, _, _ in rows) - rows[0][0]
+    found = found_at(found_curve([(url, status) for *_, url, status in rows], relevance), len(rows))
+    return 60.0 * found / span if span > 0 else 0.0
 
 
 class Relevance:

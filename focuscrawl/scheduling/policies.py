@@ -2,9 +2,10 @@
 the host gate let go. Each returns the request to send (the same one, or another in its place),
 or None to hold it back (it goes back to the frontier).
 
-- ``Patience``: a request is a cost. When a clearly better URL waits at a host that will be free
-  within ``patience`` seconds, wait for it rather than spend a request on a worse one whose host
-  happens to be free (politeness is untouched: we only wait).
+- ``Patience``: a request is a cost, and so is time. When a clearly better URL waits at a host
+  that will be free before a request sent now would be through the crawler, wait for it rather
+  than spend a request on a worse one whose host happens to be free (politeness is untouched: we
+  only wait).
 - ``HeadCheck``: a URL whose extension does not say "page" is checked with a HEAD request first,
   and skipped unless it is HTML.
 """
@@ -20,6 +21,7 @@ from scrapy import Request
 from focuscrawl import meta as M
 from focuscrawl.frontier import Entry, Frontier
 from focuscrawl.politeness.gate import HostGate
+from focuscrawl.scheduling.load import CrawlerLoad, runnable_time
 from focuscrawl.urls import canonicalize, extension
 
 #: extensions that name a page: no HEAD check needed before fetching
@@ -31,22 +33,62 @@ class ReleasePolicy(Protocol):
 
 
 class Patience:
-    """A host with a request in flight counts as free at the earliest its delay after now (its
-    response ends later): one with a longer delay (Crawl-delay, back-off) is not waited for. A seed
-    (depth 0) is never held: the user chose it as a way into the topic, and holding seeds while
-    the first site's rich links kept coming left the other sites, and all they lead to, waiting
-    for hundreds of requests."""
+    """Hold a request only while waiting for a clearly better URL costs the crawl no time.
 
-    def __init__(self, frontier: Frontier, gate: HostGate, patience: float, margin: float):
+    Sending the ready request (priority p) and holding it for a URL of priority above p +
+    ``margin`` (priorities are noisy: only a clear gain is worth a wait) whose host is free ``t``
+    seconds from now spend the same one request; the better URL makes the better request. What
+    they may differ in is time. The crawler handles responses one at a time, as a single server
+    with a queue: a request sent now is through it after its sojourn, ``cost / (1 - busy)``
+    (``CrawlerLoad``: its own work, stretched by the work queued ahead of it). A better URL ready
+    within that time is handled as soon as the worse one would have been, so waiting for it costs
+    the crawl nothing; waiting longer leaves the crawl idle while work is ready, and the work the
+    ready hosts would have done in the wait is lost. So hold when the better URL's host is free
+    within the sojourn (and ``patience`` seconds at most).
+
+    The two cases the rule must tell apart follow from it. A crawler whose own work is its
+    bottleneck (a fast server, no delays: busy near 1) has a long sojourn, waits for good hosts
+    free again within a few requests' work, and spends its requests best-first. One bound by its
+    hosts' delays (a real web, a second between requests: busy near 0) has a sojourn of about one
+    request's work, a few milliseconds, and waits only for a host that is free by then: it sends
+    what is ready. Holding lowers the measured load (the crawler idles), so the horizon shrinks
+    while it holds: patience cannot stall a crawl. Before two requests have gone nothing is held.
+
+    A host with a request in flight counts as free at the earliest its delay after now (its
+    response ends later): one with a longer delay (Crawl-delay, back-off) is waited for less. A
+    seed (depth 0) is never held: the user chose it as a way into the topic, and holding seeds
+    while the first site's rich links kept coming left the other sites, and all they lead to,
+    waiting for hundreds of requests."""
+
+    def __init__(self, frontier: Frontier, gate: HostGate, patience: float, margin: float,
+                 load: CrawlerLoad | None = None, work: Callable[[], float] = runnable_time, priced: bool = True):
         self.frontier = frontier
         self.gate = gate
         self.patience = patience
         self.margin = margin
+        # False: a request is the price (FOCUS_PATIENCE_PRICED): wait up to ``patience`` whatever
+        # the crawler's load, for more relevant pages per request and fewer per minute
+        self.priced = priced
+        self.load = load if load is not None else CrawlerLoad()
+        self.work = work  # the crawler's seconds of work so far
+
+    def released(self, now: float) -> None:
+        """A request went out (the scheduler tells): the load's measure moves on."""
+        self.load.released(now, self.work())
+
+    def horizon(self, now: float) -> float:
+        """How long a wait for a better URL costs the crawl nothing now, in seconds."""
+        if not self.priced:
+            return self.patience
+        return min(self.patience, self.load.sojourn(now, self.work()))
 
     def review(self, host: str, entry: Entry, request: Request, now: float) -> Request | None:
         if request.meta.get(M.DEPTH) == 0:
             return request
-        best = self.frontier.best_soon(now, self.patience, self.gate.soon_free(now, self.patience))
+        horizon = self.horizon(now)
+        if horizon <= 0:
+            return request
+        best = self.frontier.best_soon(now, horizon, self.gate.soon_free(now, horizon))
         return None if best > entry.priority + self.margin else request
 
 
