@@ -92,3 +92,20 @@ def test_with_a_link_model_the_crawl_keeps_its_scores_as_they_are():
     told = LinkRewardLearner(exploration=0.0)
     told.use_link_model(False)  # the spider's model has none: the crawl learns its links' words
     assert told.learn_words
+
+
+def test_the_scheduler_learns_its_links_words_when_the_spiders_model_has_no_link_model():
+    """The crawl's topic model decides, when the spider opens: trained from example pages (no
+    link model), the learner's online link model is on; with a link model, it is off."""
+    from types import SimpleNamespace
+
+    from tests.test_scheduler import LinkSpider, opened
+
+    for link_pipeline, learns in ((None, True), (object(), False)):
+        spider = LinkSpider()
+        spider.model = SimpleNamespace(link_pipeline=link_pipeline, learner_priors={})
+        scheduler = opened(spider)
+        try:
+            assert scheduler.learner.learn_words is learns
+        finally:
+            scheduler.close("finished")
