@@ -74,6 +74,8 @@ def canonicalize(url: str) -> str:
         return url
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").rstrip(".")
+    if ":" in host:  # an IPv6 literal: urlsplit gives it without the brackets a URL needs
+        host = f"[{host}]"
     try:
         port = parts.port
     except ValueError:

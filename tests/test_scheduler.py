@@ -647,3 +647,11 @@ def test_rescoring_packed_entries_from_their_bytes_gives_the_priorities_of_scori
     # score() adds the same terms in another order (as the entry path always did): equal to ~1 ulp
     assert got == pytest.approx(expected, rel=1e-12, abs=0)
     assert len(set(got.values())) > 300
+
+
+def test_a_link_to_an_ipv6_literal_is_queued_not_raised():
+    scheduler = make_scheduler()
+    spider = scheduler.spider
+    for url in ("http://[::1]/y", "http://[::ffff:127.0.0.1]/v", "http://[::1]:8080/x"):
+        assert scheduler.enqueue_request(Request(url, callback=spider.parse, meta={"depth": 1}))
+    assert len(scheduler.frontier) == 3

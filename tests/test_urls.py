@@ -1,6 +1,8 @@
 import random
 from urllib.parse import urlsplit
 
+import pytest
+
 from focuscrawl import urls
 from focuscrawl.urls import (canonicalize, extension, host_key, path_prefix, robots_url, url_key, url_tokens,
                              w3lib_canonical)
@@ -95,3 +97,15 @@ def test_a_pages_parts_are_in_its_directory_on_its_host():
     assert not urls.is_part_of("http://cs.test/people/", "http://cs.test/index.html")
     assert urls.is_part_of("http://cs.test/courses/cs101.html", "http://cs.test/courses/")
     assert not urls.is_part_of("http://[broken/x", course)
+
+
+@pytest.mark.parametrize(("url", "canonical"), [
+    ("http://[::1]/y", "http://[::1]/y"),
+    ("http://[::1]:8080/x", "http://[::1]:8080/x"),
+    ("http://[2001:DB8::1]:80/a", "http://[2001:db8::1]/a"),
+])
+def test_an_ipv6_literal_keeps_its_brackets(url, canonical):
+    """urlsplit gives an IPv6 host without its brackets; put back, the URL stays a URL (it raised
+    out of the scheduler's enqueue before)."""
+    assert canonicalize(url) == canonical
+    assert canonicalize(canonical) == canonical
