@@ -68,13 +68,17 @@ def test_credit_moves_a_hubs_words_and_counts_stay_consistent():
 
 def test_shifts_are_bounded_and_zero_without_evidence():
     counts = LinkWordCounts(64)
-    counts.mark_words(["a:x", "bias", "u:y"], [1, 2, 3])
+    counts.mark_words([("a:x", 1.0), ("bias", 1.0), ("u:y", 1.0)], [1, 2, 3])
     vector = (np.array([1, 2, 3], dtype=np.int32), np.array([1.0, 1.0, 1.0], dtype=np.float32))
-    assert counts.shifts([3], *vector).tolist() == [0.0]  # nothing counted yet
+    assert counts.evidence(*vector).sum() == 0.0  # nothing counted yet
+    assert counts.probabilities(np.array([0.3]), np.array([0.0]))[0] == pytest.approx(0.3)
     for _ in range(200):
         counts.add(vector, 1.0)
         counts.add((np.array([2], dtype=np.int32), np.array([1.0], dtype=np.float32)), 0.0)
-    assert counts.shifts([3], *vector)[0] == pytest.approx(MAX_SHIFT)
+    summed = counts.evidence(*vector).sum()
+    assert summed > MAX_SHIFT
+    bounded = 1.0 / (1.0 + np.exp(-MAX_SHIFT))  # even prior odds moved by MAX_SHIFT at most
+    assert counts.probabilities(np.array([0.5]), np.array([summed]))[0] == pytest.approx(bounded)
     assert counts.positive[2] == 0  # "bias" is not a word: never counted
 
 

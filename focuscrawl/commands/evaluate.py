@@ -394,7 +394,7 @@ class Command(FocusCommand):
         workdir = Path(tempfile.mkdtemp(prefix="focuscrawl-evaluate-"))
         server_log = workdir / "server.jsonl"
         crawl_log = workdir / "crawl.log"
-        proxy = start_proxy(web, log_path=str(server_log), latency_ms=getattr(opts, "latency_ms", 0.0))
+        proxy = start_proxy(web, log_path=str(server_log), latency_ms=opts.latency_ms)
         print(f"replaying {len(web)} responses at {proxy.url}; crawling with a budget of {budget} requests{which}...",
               flush=True)
         argv = crawl_command(opts.seeds, opts.model, budget, str(workdir / "crawl.db"), [*opts.set, *settings])

@@ -303,7 +303,8 @@ class LinkRewardLearner:
 
     def vectorise(self, features: Features) -> Vector:
         vector = self.model.vectorise(features)
-        self.words.mark_words([name for name, _ in features], vector[0].tolist())
+        if self.learn_words:  # only a crawl that learns its links' words needs to know which they are
+            self.words.mark_words(features, vector[0].tolist())
         return vector
 
     def _dynamic_vector(self, url: str, parent: str | None) -> Vector:
@@ -339,32 +340,20 @@ class LinkRewardLearner:
         static = self._static_values(sizes, idx, val) + self._word_values(sizes, idx, val)
         return [value + extra for value, extra in zip(static.tolist(), self._dynamic_values(urls, parents))]
 
-    def _static_values(self, sizes: Sequence[int], idx: np.ndarray, val: np.ndarray) -> list[float]:
+    def _static_values(self, sizes: Sequence[int], idx: np.ndarray, val: np.ndarray) -> np.ndarray:
         """The linear model's part of each link's score: one dot product per link, in one pass."""
-        sizes = np.asarray(sizes, dtype=np.int64)
-        static = np.zeros(len(sizes))
-        if len(idx):
-            products = self.model.coef_[idx] * val
-            starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-            nonempty = sizes > 0
-            static[nonempty] = np.add.reduceat(products, starts[nonempty])
-        return static
+        return _per_link(sizes, self.model.coef_[idx] * val)
 
     def _word_values(self, sizes: Sequence[int], idx: np.ndarray, val: np.ndarray) -> np.ndarray:
         """What the crawl has learned about each link's words: the link's score (``link_score``,
         the topic model's or an offline link model's reading of the link) moved by the evidence
         of its words (``LinkWordCounts``), at the weight the learner gives the link's score."""
-        sizes = np.asarray(sizes, dtype=np.int64)
-        out = np.zeros(len(sizes))
         if not self.learn_words or not len(idx) or not self.words.links:
-            return out
+            return np.zeros(len(sizes))
         is_score = idx == self._link_score_index
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        nonempty = sizes > 0
-        has_score, prior = np.zeros(len(sizes), dtype=bool), np.zeros(len(sizes))
-        has_score[nonempty] = np.add.reduceat(is_score.astype(np.int64), starts[nonempty]) > 0
-        prior[nonempty] = np.add.reduceat(np.where(is_score, val, 0.0), starts[nonempty])
-        learned = self.words.probabilities(prior, self.words.shifts(sizes, idx, val))
+        has_score = _per_link(sizes, is_score) > 0
+        prior = _per_link(sizes, np.where(is_score, val, 0.0))
+        learned = self.words.probabilities(prior, _per_link(sizes, self.words.evidence(idx, val)))
         weight = float(self.model.coef_[self._link_score_index])
         return np.where(has_score, weight * (learned - prior), 0.0)
 
@@ -403,8 +392,8 @@ class LinkRewardLearner:
     def explain(self, features: Features, url: str, parent: str | None = None, top: int = 3) -> list[tuple[str, float]]:
         """The features that contributed most to a link's priority (by absolute contribution)."""
         parts = self.model.contributions(list(features) + self._dynamic(url, parent))
-        vector = self.model.vectorise(features)
         if self.learn_words:
+            vector = self.model.vectorise(features)
             parts.append(("link words", float(self._word_values([len(vector[0])], *vector)[0])))
         parts.append(("exploration", self.bonus(url, parent)))
         parts.sort(key=lambda kv: abs(kv[1]), reverse=True)
@@ -506,6 +495,17 @@ class LinkRewardLearner:
         self.model.fit_vector((np.concatenate((vector[0], dynamic[0])), np.concatenate((vector[1], dynamic[1]))),
                               target)
 
+
+
+def _per_link(sizes: Sequence[int], values: np.ndarray) -> np.ndarray:
+    """Per-link sums of ``values`` in the joined batch form: link i's are the next ``sizes[i]``."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    out = np.zeros(len(sizes))
+    if len(values):
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        nonempty = sizes > 0
+        out[nonempty] = np.add.reduceat(np.asarray(values, dtype=np.float64), starts[nonempty])
+    return out
 
 
 def _weighted(features: Features, weights: dict[str, float], start: float = 0.0) -> float:

@@ -60,8 +60,9 @@ class LinkWordCounts:
         self.links = 0.0  # links counted, and their positive mass
         self.positive_links = 0.0
 
-    def mark_words(self, names, indices) -> None:
-        for name, index in zip(names, indices):
+    def mark_words(self, features, indices) -> None:
+        """Note which of a link's hashed ``indices`` (one per named feature) are its words."""
+        for (name, _), index in zip(features, indices):
             if name.startswith(WORD_PREFIXES):
                 self.is_word[index] = True
 
@@ -79,40 +80,24 @@ class LinkWordCounts:
     def base_rate(self) -> float:
         return (self.positive_links + 1.0) / (self.links + 2.0)
 
-    def shifts(self, sizes, idx: np.ndarray, val: np.ndarray) -> np.ndarray:
-        """The log-odds each link's words add to its prior, for links whose features are the next
-        ``sizes[i]`` entries of ``idx``/``val`` (the learner's joined batch form)."""
-        sizes = np.asarray(sizes, dtype=np.int64)
-        out = np.zeros(len(sizes))
+    def evidence(self, idx: np.ndarray, val: np.ndarray) -> np.ndarray:
+        """The log-odds each hashed feature (``idx``, weighted by ``val``) adds to its link's prior:
+        a word's smoothed likelihood ratio, 0 for a feature that is not a word or a word never
+        counted. A link's evidence is the sum over its features (``probabilities`` bounds it)."""
         if not len(idx) or not self.links:
-            return out
+            return np.zeros(len(idx))
         rate = self.base_rate()
         pos = self.positive[idx].astype(np.float64)
         neg = self.total[idx].astype(np.float64) - pos
         a = self.strength
         evidence = np.log((pos + a * rate) / (np.maximum(neg, 0.0) + a * (1.0 - rate))) - math.log(rate / (1.0 - rate))
-        evidence *= self.is_word[idx] * val
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        nonempty = sizes > 0
-        out[nonempty] = np.add.reduceat(evidence, starts[nonempty])
-        return np.clip(out, -self.max_shift, self.max_shift)
+        return evidence * (self.is_word[idx] * val)
 
-    def probabilities(self, priors: np.ndarray, shifts: np.ndarray) -> np.ndarray:
-        """Each link's probability of leading somewhere worthwhile: its prior with its words' evidence."""
+    def probabilities(self, priors: np.ndarray, evidence: np.ndarray) -> np.ndarray:
+        """Each link's probability of leading somewhere worthwhile: its prior with its words'
+        summed evidence, bounded to ``max_shift`` (words of one link are not independent)."""
+        shifts = np.clip(evidence, -self.max_shift, self.max_shift)
         return 1.0 / (1.0 + np.exp(-(logit(priors) + shifts)))
-
-    def top_words(self, vector, top: int = 3) -> list[tuple[int, float]]:
-        """The word indices of a link whose evidence moves its odds most (for explanations)."""
-        idx, val = vector
-        rate, a = self.base_rate(), self.strength
-        out = []
-        for i, v in zip(idx.tolist(), val.tolist()):
-            if self.is_word[i] and self.total[i]:
-                pos = float(self.positive[i])
-                neg = max(float(self.total[i]) - pos, 0.0)
-                out.append((i, v * (math.log((pos + a * rate) / (neg + a * (1 - rate))) - math.log(rate / (1 - rate)))))
-        out.sort(key=lambda kv: abs(kv[1]), reverse=True)
-        return out[:top]
 
     def __getstate__(self):
         # most words are never seen: keep only the indices that were

@@ -73,8 +73,10 @@ class Patience:
         self.work = work  # the crawler's seconds of work so far
 
     def released(self, now: float) -> None:
-        """A request went out (the scheduler tells): the load's measure moves on."""
-        self.load.released(now, self.work())
+        """A request went out (the scheduler tells): the load's measure moves on (only a wait
+        priced by time reads it)."""
+        if self.priced:
+            self.load.released(now, self.work())
 
     def horizon(self, now: float) -> float:
         """How long a wait for a better URL costs the crawl nothing now, in seconds."""
