@@ -16,6 +16,7 @@ and their tests can use it.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,6 +89,17 @@ def _list(name: str, raw: Any) -> tuple[str, ...]:
         return tuple(str(item).strip() for item in raw if str(item).strip())
     except TypeError:
         raise ConfigError(f"{name} must be a list, not {raw!r}") from None
+
+
+def _networks(name: str, raw: Any) -> tuple[str, ...]:
+    """A list of networks (CIDR) or single addresses, as ``_list`` reads it; each normalised."""
+    values = []
+    for item in _list(name, raw):
+        try:
+            values.append(str(ipaddress.ip_network(item, strict=False)))
+        except ValueError:
+            raise ConfigError(f"{name} must list networks (10.0.0.0/8) or addresses, not {item!r}") from None
+    return tuple(values)
 
 
 def _choice(*choices: str) -> Callable[[str, Any], str]:
@@ -175,6 +187,11 @@ class FocusConfig:
     max_redirects: int = setting(
         "FOCUS_MAX_REDIRECTS", 3, _number(int),
         "Redirect hops followed for a page (each hop goes back through the frontier).")
+    url_aliases: bool = setting(
+        "FOCUS_URL_ALIASES", True, _bool,
+        "Learn per host which spellings of a URL it serves one page at (a redirect from /dir to "
+        "/dir/, the same page at /dir/ and /dir/index.html, or at www.host and host: "
+        "focuscrawl/frontier/aliases.py) and fetch its queued and future URLs in one spelling.")
     exclude_file: str | None = setting(
         "FOCUS_EXCLUDE_FILE", None, _optional(_text),
         "Exclusion list (hosts, domains, URL patterns; '#' comments), re-read when it changes.")
@@ -215,6 +232,22 @@ class FocusConfig:
         "robots.txt answering 5xx); with JOBDIR the waiting URLs are kept for a resumed crawl.")
     checkpoint_seconds: float = setting(
         "FOCUS_CHECKPOINT_SECONDS", 30.0, _number(float), "JOBDIR checkpoint period.")
+    # --- network safety (focuscrawl/safety) --------------------------------------------------
+    allow_private_networks: bool = setting(
+        "FOCUS_ALLOW_PRIVATE_NETWORKS", False, _bool,
+        "Fetch from non-public addresses too. By default a URL whose host is a loopback, private "
+        "(RFC 1918, fc00::/7), link-local (169.254.0.0/16, fe80::/10: cloud metadata), carrier-grade "
+        "NAT, multicast, reserved or documentation address, in any spelling (::ffff:127.0.0.1, "
+        "2130706433, 0x7f.1), is refused at admission, and so is a name resolving to one (checked on "
+        "the address connected to) or a response from one: counted as "
+        "focus/refused/private_network/<kind>. Through an explicit proxy (http_proxy, "
+        "meta['proxy']) the proxy resolves names: only addresses in URLs are checked. The DNS "
+        "resolver reads this and FOCUS_ALLOWED_NETWORKS from the project and command-line "
+        "settings (Scrapy builds it once per process, before a spider's custom_settings).")
+    allowed_networks: tuple[str, ...] = setting(
+        "FOCUS_ALLOWED_NETWORKS", (), _networks,
+        "Non-public networks (CIDR) or addresses fetched all the same, e.g. 10.0.0.0/8 for an "
+        "intranet crawl or 127.0.0.1 for a local test server; every other one stays refused.")
     # --- the order: the strategy, patience and the link learner -------------------------------
     strategy: str = setting(
         "FOCUS_STRATEGY", "learned", _choice(*STRATEGIES),

@@ -14,6 +14,8 @@ Scrapy's own settings keep their meaning:
 - ``JOBDIR``: checkpoint and resume; the crawl store defaults to ``JOBDIR/crawl.db``.
 """
 
+from scrapy.settings import default_settings as _scrapy_defaults
+
 from focuscrawl import BOT_NAME as _BOT, DEFAULT_USER_AGENT
 from focuscrawl.items import PageItem as _PageItem
 
@@ -63,9 +65,18 @@ DOWNLOADER_MIDDLEWARES = {
     # robots.txt is fetched by the frontier itself (so robots.txt requests obey the per-host
     # delay), with Crawl-delay and RFC 9309 error semantics. Scrapy's middleware is replaced.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    # Nearest the downloader: sees every raw response (redirects included) for the request log.
+    # Next to the downloader: sees every raw response (redirects included) for the request log.
     "focuscrawl.middlewares.CrawlLogMiddleware": 950,
+    # Nearer still, so that a response or a lookup it refuses is logged once, as refused.
+    "focuscrawl.network_guard.NetworkGuardMiddleware": 960,
 }
+
+# --- network safety: no fetch into private networks (focuscrawl/network_guard.py) -------------
+# A name is judged by the address it resolves to, which is then the address connected to.
+if hasattr(_scrapy_defaults, "TWISTED_DNS_RESOLVER"):
+    TWISTED_DNS_RESOLVER = "focuscrawl.network_guard.GuardedResolver"
+else:  # a Scrapy from before the setting's rename
+    DNS_RESOLVER = "focuscrawl.network_guard.GuardedResolver"
 
 ITEM_PIPELINES = {
     "focuscrawl.pipelines.DuplicatesPipeline": 100,
@@ -73,6 +84,12 @@ ITEM_PIPELINES = {
     "focuscrawl.pipelines.RelevantItemsPipeline": 900,
 }
 
+# Local feed files are written with no buffer in the process, so a SIGKILLed crawl loses no line
+# it counted as exported (focuscrawl/feeds.py); a resumed crawl re-emits what no feed has.
+FEED_STORAGES = {
+    "": "focuscrawl.feeds.DurableFileFeedStorage",
+    "file": "focuscrawl.feeds.DurableFileFeedStorage",
+}
 FEED_EXPORT_ENCODING = "utf-8"
 FEED_EXPORT_FIELDS = list(_PageItem.EXPORT_FIELDS)  # the same fields, in the same order, as `scrapy export`
 

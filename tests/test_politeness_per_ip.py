@@ -67,7 +67,8 @@ def crawl(demo_model, tmp_path_factory):
         result = run_scrapy(
             ["crawl", "focused", "-a", f"seeds=http://127.0.0.1:{a.port}/,http://localhost:{b.port}/",
              "-a", f"model={demo_model}", "-s", f"FOCUS_STORE={out / 'crawl.db'}",
-             "-s", f"DOWNLOAD_DELAY={DELAY}", "-s", "FOCUS_POLITENESS_PER_IP=True", "-s", "FOCUS_PATIENCE=0"],
+             "-s", f"DOWNLOAD_DELAY={DELAY}", "-s", "FOCUS_POLITENESS_PER_IP=True", "-s", "FOCUS_PATIENCE=0",
+             "-s", "FOCUS_ALLOWED_NETWORKS=127.0.0.1"],  # the test servers: loopback allowed explicitly
             cwd=out, timeout=120)
     finally:
         for site in (a, b):

@@ -11,6 +11,7 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from focuscrawl.config import ConfigError, FocusConfig
 from focuscrawl.politeness import ExclusionList
 from focuscrawl.relevance import ModelError, TopicModel
+from focuscrawl.safety import NetworkPolicy, url_address
 from focuscrawl.spiders.focused import SeedsError, read_seeds
 
 
@@ -34,7 +35,7 @@ def _check(spargs: dict, settings) -> None:
     if not model:
         raise ModelError("no topic model: use -a model=models/NAME.joblib (see `scrapy train`)")
     TopicModel.load(model)
-    read_seeds(spargs.get("seeds", ""))
+    _check_seed_addresses(read_seeds(spargs.get("seeds", "")), NetworkPolicy.from_config(config))
     if "threshold" in spargs:
         try:
             float(spargs["threshold"])
@@ -45,3 +46,13 @@ def _check(spargs: dict, settings) -> None:
             ExclusionList(config.exclude_file, config.exclude_check_seconds)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+
+
+def _check_seed_addresses(seeds: list[str], policy: NetworkPolicy) -> None:
+    """A seed whose host is an address the crawl may not reach would be refused as it starts,
+    leaving a crawl that does nothing: say so, and how to allow it."""
+    for url in seeds:
+        reason = policy.url_refusal(url)
+        if reason:
+            raise SeedsError(f"seed {url} is refused ({reason}): allow it with -s FOCUS_ALLOWED_NETWORKS="
+                             f"{url_address(url)} (or -s FOCUS_ALLOW_PRIVATE_NETWORKS=True)")

@@ -1,7 +1,9 @@
 """Admission: whether a URL may enter the frontier, and if not, why.
 
 A URL is refused when it was seen before (in its canonical form), followed too many redirects,
-looks like a trap (depth, length, repeated segments, a denied extension), is excluded by the
+looks like a trap (depth, length, repeated segments, a denied extension), has a host that is
+an address in a network the crawl must not reach (loopback, private, link-local...: see
+``focuscrawl.safety``; a name is judged once resolved, in the downloader), is excluded by the
 user's list, is outside the crawl's scope, would take its host past the host budget, or is
 disallowed by robots.txt rules already known. Robots rules not yet fetched are checked again when
 the URL leaves the frontier (the host gate's job), as is the exclusion list, which may change
@@ -17,6 +19,7 @@ from collections.abc import Mapping
 from focuscrawl.config import DEFAULTS, FocusConfig
 from focuscrawl.frontier.seen import SeenSet
 from focuscrawl.politeness import ExclusionList, RobotsRules, RobotsState, TrapRules
+from focuscrawl.safety import NetworkPolicy
 from focuscrawl.urls import host_key
 
 #: the URL was seen before, as it is: a silent refusal (a crawl meets most URLs many times)
@@ -38,6 +41,7 @@ class Admission:
             max_depth=config.max_depth, max_url_length=config.max_url_length,
             max_repeated_segments=config.max_repeated_segments, deny_extensions=set(config.deny_extensions))
         self.max_redirects = config.max_redirects
+        self.network = NetworkPolicy.from_config(config)
         self.allowed_domains = [d.lower().lstrip(".") for d in config.allowed_domains]
         self.host_budget = config.host_budget
         self.obey_robots = config.obey_robots
@@ -65,7 +69,7 @@ class Admission:
             reason = "too_many_redirects"
         if not reason and not sitemap:  # a sitemap may well be .xml.gz
             reason = self.traps.check(canonical, depth)
-        reason = reason or self.excluded(url) or self.out_of_scope(canonical)
+        reason = reason or self.network.url_refusal(url) or self.excluded(url) or self.out_of_scope(canonical)
         host = host_key(canonical)
         if not reason and self.host_budget and self.host_admitted.get(host, 0) >= self.host_budget:
             reason = "host_budget"
