@@ -30,6 +30,13 @@ DETECT_SAMPLE_BYTES = 256 * 1024
 CHAOS_MARGIN = 0.1
 #: ...and only with this much evidence: a few stray bytes fit any charset.
 MIN_NON_ASCII_BYTES = 12
+#: Python codecs a page may name but no page is written in: escape decoders (they read a page's
+#: backslashes as escapes, and warn on each they do not know), IDNA, UTF-7 (no browser decodes
+#: it), "undefined" (raises on any byte) and the bytes-to-bytes ones (base64, zlib...).
+NOT_CHARSETS = frozenset({
+    "unicode-escape", "raw-unicode-escape", "punycode", "idna", "utf-7", "undefined",
+    "base64", "bz2", "hex", "quopri", "rot-13", "uu", "zlib",
+})
 
 
 def decode_body(
@@ -65,9 +72,10 @@ def _known(name: str | None) -> str | None:
     if not resolved:
         return None
     try:
-        return codecs.lookup(resolved).name
+        name = codecs.lookup(resolved).name
     except LookupError:
         return None
+    return None if name in NOT_CHARSETS else name
 
 
 def _sniff(body: bytes, fallback: str) -> str:

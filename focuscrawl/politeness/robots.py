@@ -1,6 +1,7 @@
 """robots.txt for one host, with RFC 9309 semantics for the cases a parser cannot see.
 
-- 2xx: the rules as parsed by Protego (which tolerates odd syntax: BOMs, case, comments).
+- 2xx: the rules as parsed by Protego (which tolerates odd syntax: BOMs, case, comments), from
+  the file's first 500 KiB (``MAX_ROBOTS_BYTES``).
 - 4xx: "unavailable": everything is allowed.
 - 5xx or unreachable: "unreachable": everything is disallowed until a retry time; then fetch again.
 - Rules are cached for ``cache_seconds`` and then fetched again.
@@ -12,6 +13,11 @@ import enum
 from dataclasses import dataclass, field
 
 from protego import Protego
+
+#: What is read of a robots.txt: RFC 9309 asks crawlers to parse at least 500 KiB, and Google
+#: reads no more. Protego's time is linear in the rules, for the parse and for every URL asked
+#: about: a 10 MB file (DOWNLOAD_MAXSIZE) took 10 s to parse and 0.2 s per URL.
+MAX_ROBOTS_BYTES = 500 * 1024
 
 
 class RobotsState(enum.Enum):
@@ -51,7 +57,7 @@ class RobotsRules:
         if status < 500:
             self.failures = 0
         if 200 <= status < 300:
-            self.text = _decode(body)
+            self.text = _decode(_first_lines(body, MAX_ROBOTS_BYTES))
             try:
                 self.parser = Protego.parse(self.text)
                 self.state = RobotsState.PARSED
@@ -76,7 +82,10 @@ class RobotsRules:
         if url.endswith("/robots.txt"):
             return True
         if self.state is RobotsState.PARSED and self.parser is not None:
-            return self.parser.can_fetch(url, user_agent)
+            try:
+                return self.parser.can_fetch(url, user_agent)
+            except (ValueError, UnicodeError):  # a URL no request can be made of (``http://[::1``)
+                return False
         return self.state is RobotsState.ALLOW_ALL
 
     def crawl_delay(self, user_agent: str) -> float:
@@ -88,6 +97,15 @@ class RobotsRules:
         if rate is not None and rate.requests:
             delay = max(delay, rate.seconds / rate.requests)
         return float(delay)
+
+
+def _first_lines(body: bytes, limit: int) -> bytes:
+    """The whole lines within the first ``limit`` bytes: a rule cut in half (``Disallow: /private``
+    read as ``Disallow: /``) would say something the file does not."""
+    if len(body) <= limit:
+        return body
+    end = max(body.rfind(b"\n", 0, limit), body.rfind(b"\r", 0, limit))
+    return body[:end + 1]
 
 
 def _decode(body: bytes) -> str:
