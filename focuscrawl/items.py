@@ -39,6 +39,11 @@ class PageItem:
     # the page's followable links (parsing ``Link``s), on their way to the store's link table (what
     # ``scrapy train`` learns the link model from on a crawl store): not a page column, not exported
     links: list = field(default_factory=list, repr=False, metadata={"column": False})
+    # on the item's way through the pipelines only: ``restored``, re-emitted from the crawl store by
+    # a resumed crawl (already deduplicated and stored); ``exported``, the crawl's feed already has
+    # the page (fetched again after a kill), so it is not exported twice
+    restored: bool = field(default=False, repr=False, metadata={"column": False})
+    exported: bool = field(default=False, repr=False, metadata={"column": False})
 
     #: fields written to the feed export for relevant pages
     EXPORT_FIELDS = (

@@ -139,9 +139,15 @@ def _read_events(path: str):
     with open(path, "rb") as handle:
         while True:
             try:
-                yield pickle.load(handle)
+                record = pickle.load(handle)
             except EOFError:
                 return
             except Exception as exc:  # noqa: BLE001 - a record torn by a kill ends the journal
                 logger.warning("journal %s ends in a torn record (%s); replaying what precedes it", path, exc)
                 return
+            if not (isinstance(record, tuple) and record and isinstance(record[0], str)):
+                # bytes that happen to unpickle (a damaged file) are not a record either
+                logger.warning("journal %s holds a record that is not one (%r); replaying what precedes it",
+                               path, type(record).__name__)
+                return
+            yield record

@@ -3,8 +3,8 @@
 CrawlLogMiddleware writes the request log (``FOCUS_CRAWL_LOG``): one JSON line for every request
 that reached the network and for every request a rule refused, so that a webmaster's question
 ("what did your crawler do on my site, and why?") always has an answer, and so that unproductive
-paths, traps and useless types can be found afterwards. It sits nearest the downloader, so it
-sees raw responses (redirects before they are followed).
+paths, traps and useless types can be found afterwards. It sits next to the downloader (only the
+network guard is nearer), so it sees raw responses (redirects before they are followed).
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ class CrawlLogMiddleware:
     def __init__(self, path: str, stats):
         self.path = path
         self.stats = stats
-        self._handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed on spider_closed
+        # line-buffered: each record is in the operating system once written, so a killed crawl's
+        # log ends at its last whole record
+        self._handle = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed on spider_closed
         self._waiting_for_score: dict[int, dict] = {}
 
     @classmethod

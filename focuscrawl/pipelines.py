@@ -5,20 +5,38 @@ StorePipeline (300) keeps every item, marked or not, and RelevantItemsPipeline (
 irrelevant and duplicate items so the feed export (``-o``) gets only the crawl's harvest.
 The work is done by the Scrapy-free cores in focuscrawl.dedup and focuscrawl.store.
 
+Nothing is lost when the crawl is killed: the store commits every page, the feed has each item
+before it counts as exported (focuscrawl/feeds.py), and a crawl resumed from its JOBDIR takes up
+the same crawl id, rebuilds its duplicate indexes from the stored pages, and re-emits the relevant
+pages no feed has yet (``signals.crawl_opened``; the spider emits them first). A page fetched
+again after a kill is not exported twice.
+
 ``spider=None`` on the pipeline methods: recent Scrapy (2.19) no longer passes the spider (and warns if
 a method requires it); older releases still pass it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
+import os
 
 from itemadapter import ItemAdapter
+from scrapy import signals
 from scrapy.exceptions import DropItem
 
+from focuscrawl import signals as focus_signals
 from focuscrawl.config import DEFAULTS, FocusConfig
 from focuscrawl.dedup import ExactDuplicateIndex, NearDuplicateIndex, content_hash
-from focuscrawl.store import CrawlStore, resolve_store_path
+from focuscrawl.feeds import feeds_durability
+from focuscrawl.items import PageItem
+from focuscrawl.store import FIELDS, CrawlStore, StoreError, resolve_store_path
+
+#: In JOBDIR: which crawl of which store this JOBDIR's crawl is, so a resumed run takes it up again.
+CRAWL_RECORD = "focus-crawl.json"
+#: Scheduler state in JOBDIR (focuscrawl/jobdir.py): a JOBDIR crawled before crawl ids has it.
+_JOBDIR_SNAPSHOT = "focus-frontier.pickle"
 
 logger = logging.getLogger(__name__)
 
@@ -39,37 +57,65 @@ class DuplicatesPipeline:
 
     @classmethod
     def from_crawler(cls, crawler):
-        return cls(crawler.stats, FocusConfig.from_settings(crawler.settings))
+        pipeline = cls(crawler.stats, FocusConfig.from_settings(crawler.settings))
+        crawler.signals.connect(pipeline._on_crawl_opened, signal=focus_signals.crawl_opened)
+        return pipeline
+
+    def _on_crawl_opened(self, store, crawl_id, resumed, to_export=(), **kwargs):
+        """A resumed crawl's pages are judged against the pages it stored before the kill, in the
+        order it fetched them, as if it had never stopped."""
+        if not resumed:
+            return
+        pages = 0
+        for page in store.iter_pages(crawl=crawl_id):
+            self._find(page)
+            pages += 1
+        logger.info("duplicate indexes rebuilt from %d stored pages of crawl %d", pages, crawl_id)
+
+    def _find(self, page) -> tuple[str, str] | None:
+        """(original, kind) of a page whose text was seen before; remembers the page otherwise."""
+        text = page.get("text") or ""
+        if not text.strip():
+            return None
+        key = page.get("url") or page.get("final_url") or ""
+        original = self.exact.find_or_add(key, page.get("content_hash") or content_hash(text))
+        if original is not None:
+            return original, "exact"
+        original = self.near.find_or_add(key, text)
+        return None if original is None else (original, "near")
 
     def process_item(self, item, spider=None):
         adapter = ItemAdapter(item)
-        text = adapter.get("text") or ""
-        if not text.strip():
-            return item
-        key = adapter.get("url") or adapter.get("final_url") or ""
-        digest = adapter.get("content_hash") or content_hash(text)
-        original = self.exact.find_or_add(key, digest)
-        kind = "exact"
-        if original is None:
-            original = self.near.find_or_add(key, text)
-            kind = "near"
-        if original is not None:
-            adapter["duplicate_of"] = original
-            adapter["duplicate_kind"] = kind
-            self.stats.inc_value(f"focus/dedup/{kind}")
+        if adapter.get("restored"):
+            return item  # judged before the kill
+        found = self._find(adapter)
+        if found is not None:
+            adapter["duplicate_of"], adapter["duplicate_kind"] = found
+            self.stats.inc_value(f"focus/dedup/{found[1]}")
         return item
 
 
 class StorePipeline:
-    """Writes every item into the crawl store at resolve_store_path(config).
+    """Writes every item into the crawl store at resolve_store_path(config), as one crawl.
 
     The store is opened when the spider opens, so a bad FOCUS_STORE stops the crawl before it
-    fetches anything, and closed (committed) when the spider closes."""
+    fetches anything. A new crawl gets a new crawl id (a store may hold several crawls; ``scrapy
+    export`` exports one); a crawl resumed from its JOBDIR takes up its own id again
+    (``focus-crawl.json`` in JOBDIR). Items a feed has are marked exported: at once when every
+    feed writes through (focuscrawl/feeds.py), else when the feeds have closed. The crawl's end
+    and its reason are recorded when the spider closes."""
 
     def __init__(self, crawler) -> None:
         self.crawler = crawler
-        self.path = resolve_store_path(FocusConfig.from_settings(crawler.settings))
+        self.config = FocusConfig.from_settings(crawler.settings)
+        self.path = resolve_store_path(self.config)
         self.store: CrawlStore | None = None
+        self.crawl_id: int | None = None
+        self.durability = feeds_durability(crawler.settings)
+        self._exported_at_close: list[str] = []  # feeds that keep items only once closed
+        crawler.signals.connect(self._on_item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(self._on_spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self._on_feeds_closed, signal=signals.feed_exporter_closed)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -77,24 +123,123 @@ class StorePipeline:
 
     def open_spider(self, spider=None) -> None:
         self.store = CrawlStore(self.path)
-        logger.info("crawl store: %s", self.path)
+        resumed = self._open_crawl()
+        crawl_id = self.crawl_id = self.store.crawl_id
+        to_export = self._unexported() if resumed else []
+        others = [c["id"] for c in self.store.crawls() if c["id"] != crawl_id]
+        logger.info("crawl store: %s, crawl %d (%s)%s", self.path, crawl_id, "resumed" if resumed else "new",
+                    f"; it also holds crawl(s) {', '.join(map(str, others))}: scrapy export --crawl ID" if others else "")
+        if to_export:
+            logger.info("%d relevant pages stored before the kill and in no feed yet are emitted again", len(to_export))
+            self.crawler.stats.set_value("focus/store/reemitted", len(to_export))
+        self.crawler.signals.send_catch_log(focus_signals.crawl_opened, store=self.store, crawl_id=crawl_id,
+                                            resumed=resumed, to_export=to_export)
 
-    def close_spider(self, spider=None) -> None:
-        if self.store is not None:
-            self.store.close()
-            self.store = None
+    def _open_crawl(self) -> bool:
+        """Begin this run's crawl, or take up the JOBDIR's; True when taken up."""
+        store, jobdir = self.store, self.config.jobdir
+        record = os.path.join(jobdir, CRAWL_RECORD) if jobdir else None
+        if record and os.path.exists(record):
+            try:
+                with open(record, encoding="utf-8") as handle:
+                    known = json.load(handle)
+                crawl_id, known_store = int(known["crawl"]), str(known["store"])
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                logger.warning("%s is unreadable (%s): a new crawl begins in the store", record, exc)
+            else:
+                if os.path.abspath(known_store) != os.path.abspath(self.path):
+                    logger.warning("JOBDIR %s is crawl %d of the store %s, not of %s: a new crawl begins there",
+                                   jobdir, crawl_id, known_store, self.path)
+                elif store.crawl_info(crawl_id) is None:
+                    logger.warning("the store %s holds no crawl %d, which JOBDIR %s resumes: a new crawl begins",
+                                   self.path, crawl_id, jobdir)
+                else:
+                    store.resume_crawl(crawl_id)
+                    return True
+        elif jobdir and os.path.exists(os.path.join(jobdir, _JOBDIR_SNAPSHOT)) and store.latest_crawl():
+            store.resume_crawl(store.latest_crawl())  # a JOBDIR crawled before crawl ids: its store's crawl
+            self._remember(record)
+            return True
+        store.begin_crawl(model=self._model(), settings=self._settings(), jobdir=jobdir)
+        if record:
+            self._remember(record)
+        return False
+
+    def _remember(self, record: str) -> None:
+        """The crawl id in JOBDIR, written whole (temporary file, then rename)."""
+        partial = record + ".tmp"
+        with open(partial, "w", encoding="utf-8") as handle:
+            json.dump({"crawl": self.store.crawl_id, "store": os.path.abspath(self.path)}, handle)
+        os.replace(partial, record)
+
+    def _model(self) -> str | None:
+        spider = self.crawler.spider
+        return getattr(spider, "model_arg", None) or self.config.model
+
+    def _settings(self) -> dict:
+        """What sets this crawl apart: the spider, its seeds and the settings changed from their defaults."""
+        changed = {f.metadata.get("setting", f.name.upper()): getattr(self.config, f.name)
+                   for f in dataclasses.fields(self.config)
+                   if getattr(self.config, f.name) != getattr(DEFAULTS, f.name)}
+        spider = self.crawler.spider
+        return {"spider": getattr(spider, "name", None), "seeds": getattr(spider, "seed_arg", None), **changed}
+
+    def _unexported(self) -> list[PageItem]:
+        """Relevant, unique pages of this crawl that no durable feed has (none without a feed)."""
+        if self.durability is None:
+            return []
+        pages = self.store.iter_pages(relevant_only=True, unique_only=True, crawl=self.store.crawl_id, exported=False)
+        return [PageItem(**{name: page[name] for name in FIELDS}, restored=True) for page in pages]
 
     def process_item(self, item, spider=None):
         assert self.store is not None, "StorePipeline.process_item before open_spider"
+        adapter = ItemAdapter(item)
+        if adapter.get("restored"):
+            return item  # stored before the kill
         try:
             # a shallow dict: asdict() deep-copies every field (the page text too), per item
-            self.store.add_page(dict(ItemAdapter(item)))
+            if self.store.add_page(dict(adapter)):
+                adapter["exported"] = True
         except (ValueError, TypeError) as exc:
             logger.warning("not stored: %s (%r)", exc, item)
             self.crawler.stats.inc_value("focus/store/skipped")
             return item
         self.crawler.stats.inc_value("focus/store/pages")
         return item
+
+    def _on_item_scraped(self, item, response=None, spider=None):
+        """The feed exporter (connected first) has written the item."""
+        url = ItemAdapter(item).get("url")
+        if not url or self.durability is None:
+            return
+        if self.durability == "each" and self.store is not None:
+            self.store.mark_exported([url])
+        else:
+            self._exported_at_close.append(url)
+
+    def close_spider(self, spider=None) -> None:
+        if self.store is not None:
+            self.store.flush()
+
+    def _on_spider_closed(self, spider=None, reason=None):
+        if self.store is not None:
+            try:
+                self.store.end_crawl(reason)
+            finally:
+                self.store.close()
+                self.store = None
+
+    def _on_feeds_closed(self):
+        """Feeds that keep items only once closed (remote storages, post-processing) have them now."""
+        if not self._exported_at_close or self.crawl_id is None:
+            return
+        try:
+            with CrawlStore(self.path, create=False) as store:
+                store.crawl_id = self.crawl_id
+                store.mark_exported(self._exported_at_close)
+        except StoreError as exc:
+            logger.warning("the feeds' pages not marked exported in %s: %s", self.path, exc)
+        self._exported_at_close.clear()
 
 
 class RelevantItemsPipeline:
@@ -109,6 +254,9 @@ class RelevantItemsPipeline:
 
     def process_item(self, item, spider=None):
         adapter = ItemAdapter(item)
+        if adapter.get("exported"):
+            self.stats.inc_value("focus/items/dropped_exported")
+            raise DropItem("already in this crawl's feed (fetched again after a kill)", log_level="DEBUG")
         if adapter.get("duplicate_of"):
             self.stats.inc_value("focus/items/dropped_duplicate")
             raise DropItem(

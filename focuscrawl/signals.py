@@ -11,3 +11,8 @@ request_refused = object()
 
 #: A robots.txt was fetched and applied. Args: host (str), rules (RobotsRules), response.
 robots_fetched = object()
+
+#: The crawl store opened the crawl this run writes into. Args: store (CrawlStore), crawl_id (int),
+#: resumed (bool: a JOBDIR crawl taken up again), to_export (list of PageItem: relevant pages of a
+#: resumed crawl that no durable feed has yet, for the spider to emit first; empty without a feed).
+crawl_opened = object()

@@ -51,7 +51,7 @@ def test_jsonl_has_relevant_unique_pages_with_the_feed_fields(project):
     fill(project / "crawl.db")  # ./crawl.db: no FOCUS_STORE, no JOBDIR
     result = scrapy(project, "-o", "out.jsonl")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "wrote 3 pages to out.jsonl"
+    assert result.stdout.strip() == "wrote 3 pages of crawl 1 to out.jsonl"
     rows = [json.loads(line) for line in (project / "out.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [r["url"] for r in rows] == ["http://a.test/1", "http://a.test/3", "http://a.test/4"]
     assert all(list(r) == FEED_EXPORT_FIELDS for r in rows)

@@ -39,7 +39,7 @@ def parse(model_path, link_score=None, link=_NO_LINK, **settings):
             link["link_score"] = link_score
     request = Request("http://a.test/notes.html", meta={"depth": 1, LINK: link})
     response = HtmlResponse(request.url, body=PAGE, headers={"Content-Type": "text/html"}, request=request)
-    page, *links = list(spider.parse(response))
+    *links, page = list(spider.parse(response))  # the page comes after its links
     return spider, sent[0], page, links
 
 

@@ -1,8 +1,10 @@
 """``scrapy export``: write the crawl's relevant pages from the crawl store to a feed file.
 
-A crawl's ``-o`` feed holds only what that run found; the store holds every page ever fetched
-under a JOBDIR. Exporting from the store gives the whole harvest, re-filtered by score, in any
-format Scrapy's feed exports write, chosen by the output file's extension as ``-o`` does.
+A crawl's ``-o`` feed holds only what that run found; the store holds every page the crawl
+fetched, across its runs under a JOBDIR. Exporting from the store gives the whole harvest of one
+crawl (the latest by default, ``--crawl ID`` for another; ``--crawls`` lists them), re-filtered by
+score, in any format Scrapy's feed exports write, chosen by the output file's extension as ``-o``
+does.
 """
 
 from __future__ import annotations
@@ -28,23 +30,26 @@ class Command(FocusCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "-o FILE [--store PATH] [--min-score S] [--all]"
+        return "-o FILE [--store PATH] [--crawl ID] [--min-score S] [--all] | --crawls"
 
     def short_desc(self) -> str:
         return "Write the relevant pages in the crawl store to a feed file (.jsonl, .json, .csv, .xml)"
 
     def long_desc(self) -> str:
         return (
-            "Write the relevant, non-duplicate pages of the crawl store to FILE, in the format its "
-            "extension names (.jsonl/.jl JSON lines, .json, .csv, .xml), with the fields in "
-            "FEED_EXPORT_FIELDS. The store is found as the crawl finds it: --store, else "
-            "FOCUS_STORE, else JOBDIR/crawl.db, else ./crawl.db."
+            "Write the relevant, non-duplicate pages of one crawl in the crawl store to FILE, in "
+            "the format its extension names (.jsonl/.jl JSON lines, .json, .csv, .xml), with the "
+            "fields in FEED_EXPORT_FIELDS. A store may hold several crawls: the latest is exported "
+            "unless --crawl names another; --crawls lists them. The store is found as the crawl "
+            "finds it: --store, else FOCUS_STORE, else JOBDIR/crawl.db, else ./crawl.db."
         )
 
     def add_options(self, parser) -> None:
         super().add_options(parser)
         parser.add_argument("-o", "--output", metavar="FILE", help="the file to write (its extension picks the format)")
         parser.add_argument("--store", metavar="PATH", help="the crawl store (default FOCUS_STORE, JOBDIR/crawl.db or ./crawl.db)")
+        parser.add_argument("--crawl", metavar="ID", help="the crawl to export (the latest if not given)")
+        parser.add_argument("--crawls", action="store_true", help="list the store's crawls and exit")
         parser.add_argument("--min-score", metavar="S", help="only pages scored at least S")
         parser.add_argument(
             "--all", action="store_true", help="every stored page, irrelevant and duplicates included"
@@ -53,22 +58,70 @@ class Command(FocusCommand):
     def execute(self, args: list[str], opts) -> None:
         if args:
             raise CommandError(f"unexpected argument(s): {' '.join(args)} (the output file goes after -o)")
+        path = opts.store or resolve_store_path(self.config())
+        if opts.crawls:
+            self._list_crawls(path)
+            return
         if not opts.output:
             raise CommandError("no output file: use -o FILE (e.g. -o pages.jsonl)")
         output = opts.output
         exporter_cls = self._exporter_for(output)
         min_score = self._parse_score(opts.min_score)
-        path = opts.store or resolve_store_path(self.config())
-        if not os.path.exists(path):
-            raise CommandError(f"no crawl store at {path} (use --store PATH, or -s FOCUS_STORE=... / -s JOBDIR=...)")
+        wanted = self._parse_crawl(opts.crawl)
+        self._check_exists(path)
         fields = self._fields(opts.all)
         try:
             with CrawlStore(path, create=False) as store:
-                pages = store.iter_pages(min_score=min_score, relevant_only=not opts.all, unique_only=not opts.all)
+                crawl = self._pick_crawl(store, wanted, path)
+                pages = store.iter_pages(min_score=min_score, relevant_only=not opts.all, unique_only=not opts.all,
+                                         crawl=crawl)
                 written = self._write(output, exporter_cls, fields, pages)
+                others = len(store.crawls()) - 1
         except StoreError as exc:
             raise CommandError(str(exc)) from None
-        print(f"wrote {written} page{'s' if written != 1 else ''} to {output}")
+        held = f" (the store holds {others} other crawl{'s' if others != 1 else ''}: --crawls)" if others else ""
+        print(f"wrote {written} page{'s' if written != 1 else ''} of crawl {crawl} to {output}{held}")
+
+    @staticmethod
+    def _check_exists(path: str) -> None:
+        if not os.path.exists(path):
+            raise CommandError(f"no crawl store at {path} (use --store PATH, or -s FOCUS_STORE=... / -s JOBDIR=...)")
+
+    @staticmethod
+    def _parse_crawl(raw: str | None) -> int | None:
+        if raw is None:
+            return None
+        try:
+            return int(raw)
+        except ValueError:
+            raise CommandError(f"--crawl must be a crawl id (a number; --crawls lists them), got {raw!r}") from None
+
+    @staticmethod
+    def _pick_crawl(store: CrawlStore, wanted: int | None, path: str) -> int:
+        if wanted is None:
+            latest = store.latest_crawl()
+            if latest is None:
+                raise CommandError(f"the crawl store {path} holds no crawl")
+            return latest
+        if store.crawl_info(wanted) is None:
+            known = ", ".join(str(c["id"]) for c in store.crawls()) or "none"
+            raise CommandError(f"the crawl store {path} holds no crawl {wanted} (its crawls: {known})")
+        return wanted
+
+    def _list_crawls(self, path: str) -> None:
+        self._check_exists(path)
+        try:
+            with CrawlStore(path, create=False) as store:
+                crawls = store.crawls()
+        except StoreError as exc:
+            raise CommandError(str(exc)) from None
+        print(f"{'crawl':>5}  {'started (UTC)':<25}  {'ended':<25}  {'pages':>7}  {'relevant':>8}  model")
+        for crawl in crawls:
+            ended = crawl["ended_at"] or "(not ended: running or killed)"
+            if crawl["ended_at"] and crawl["end_reason"]:
+                ended = f"{crawl['ended_at']} {crawl['end_reason']}"
+            print(f"{crawl['id']:>5}  {crawl['started_at']:<25}  {ended:<25}  {crawl['pages']:>7}  "
+                  f"{crawl['relevant']:>8}  {crawl['model'] or '-'}")
 
     def _exporter_for(self, output: str):
         formats = {name: cls for name, cls in self.settings.getwithbase("FEED_EXPORTERS").items() if cls}

@@ -15,15 +15,15 @@ from datetime import datetime, timezone
 
 import scrapy
 from scrapy.exceptions import NotConfigured
-from scrapy.utils.gz import gunzip, gzip_magic_number
-from scrapy.utils.sitemap import Sitemap
 
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import FocusConfig
 from focuscrawl.dedup import content_hash
 from focuscrawl.items import PageItem
 from focuscrawl.meta import DEPTH, EXPLAIN, LINK, PRIORITY, ROBOTS_FOR, SITEMAP, LinkMeta, request_meta
+from focuscrawl.network_guard import NetworkRefused
 from focuscrawl.parsing import parse_html
+from focuscrawl.parsing.sitemap import SitemapError, read_sitemap
 from focuscrawl.relevance import ModelError, TopicModel
 
 logger = logging.getLogger(__name__)
@@ -81,11 +81,19 @@ class FocusedSpider(scrapy.Spider):
         spider.reward_threshold = spider.model.even_odds_score if reward is None else reward
         spider.link_evidence = config.link_evidence
         spider.sitemap_max_urls = config.sitemap_max_urls
+        spider.to_export = []
+        crawler.signals.connect(spider._on_crawl_opened, signal=focus_signals.crawl_opened)
         logger.info("pages scoring %.2f or more are relevant items; the link learner counts %.2f or more "
                     "as found", spider.threshold, spider.reward_threshold)
         return spider
 
+    def _on_crawl_opened(self, to_export=(), **kwargs):
+        self.to_export = list(to_export)
+
     async def start(self):
+        # a resumed crawl's relevant pages that its killed run stored but no feed has yet
+        while self.to_export:
+            yield self.to_export.pop(0)
         for url in self.seeds:
             yield scrapy.Request(url, callback=self.parse, errback=self.fetch_failed, meta=request_meta(LinkMeta(), 0))
 
@@ -97,21 +105,15 @@ class FocusedSpider(scrapy.Spider):
     def parse_sitemap(self, response):
         """URLs of a sitemap (or the sitemaps of a sitemap index) go to the frontier, valued by
         what their words say until the learner knows better."""
-        body = response.body
-        if gzip_magic_number(response):
-            try:
-                body = gunzip(body, max_size=self.settings.getint("DOWNLOAD_MAXSIZE"))
-            except Exception as exc:  # noqa: BLE001 - a broken or oversized archive is skipped
-                logger.info("sitemap %s skipped: %s", response.url, exc)
-                return
         try:
-            sitemap = Sitemap(body)
-        except Exception as exc:  # noqa: BLE001 - not XML: nothing to follow
-            logger.info("sitemap %s is not a sitemap: %s", response.url, exc)
+            sitemap = read_sitemap(response.body, response.url, self.sitemap_max_urls,
+                                   max_bytes=self.settings.getint("DOWNLOAD_MAXSIZE"))
+        except SitemapError as exc:
+            logger.info("sitemap %s skipped: %s", response.url, exc)
             return
-        locations = [entry["loc"] for entry, _ in zip(sitemap, range(self.sitemap_max_urls)) if entry.get("loc")]
+        locations = sitemap.urls
         self.crawler.stats.inc_value("focus/sitemaps/urls", len(locations))
-        if sitemap.type == "sitemapindex":
+        if sitemap.kind == "sitemapindex":
             for loc in locations:
                 yield self.sitemap_request(loc)
             return
@@ -161,7 +163,6 @@ class FocusedSpider(scrapy.Spider):
             self.crawler.stats.inc_value(f"focus/pages/unscored/{response.status}")
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=response,
                                             page=page, links=links, hit=hit)
-        yield page
         hops = 0 if hit else came_by.hops + 1
         depth = request.meta.get(DEPTH, 0) + 1
         # The link model (or the topic model) reads each link's words (anchor, context, URL): a
@@ -172,12 +173,15 @@ class FocusedSpider(scrapy.Spider):
                                 parent_score=found_probability, hops=hops, link_score=round(float(link_score), 4))
             yield scrapy.Request(link.url, callback=self.parse, errback=self.fetch_failed,
                                  meta=request_meta(outgoing, depth))
+        # The page after its links: once its item is through the pipelines the page is done for a
+        # resumed crawl (JOBDIR), and by then the journal holds every link it led to.
+        yield page
 
     def fetch_failed(self, failure):
         """A request that produced no response (network error, refused by a middleware)."""
         request = failure.request
-        if request.meta.get(ROBOTS_FOR):
-            return None
+        if request.meta.get(ROBOTS_FOR) or failure.check(NetworkRefused):
+            return None  # a refused address is no page: the request log and stats say why
         page = PageItem(url=_first_url(request), final_url=request.url, status=0,
                         fetched_at=_now(), depth=request.meta.get(DEPTH, 0),
                         referrer=LinkMeta.from_meta(request.meta).parent_url,

@@ -8,6 +8,16 @@ the pages added since the last commit (``commit_every - 1``), a graceful close l
 The columns mirror :class:`focuscrawl.items.PageItem`; ``extra`` is stored as JSON. A field added
 to PageItem later becomes a new column when an older store is opened.
 
+A store holds crawls (schema 2): the ``crawls`` table records each crawl's id, start, end, model
+and settings, and every page row belongs to one crawl (``pages.crawl``; a URL is unique within a
+crawl, so a second crawl into the same file never overwrites the first one's pages). A crawl is
+begun by the crawl that writes it (``begin_crawl``) or taken up again by a resumed one
+(``resume_crawl``); readers take one crawl (``crawl=ID``) or every crawl (``crawl=None``).
+``pages.exported`` says that a durable feed has the page, so a crawl resumed after a kill
+re-emits exactly the relevant pages its killed run stored but had not yet written to its feed.
+A store of schema 1 (one crawl, no crawl ids) is upgraded in place when opened: its pages become
+crawl 1, counted as exported.
+
 The ``links`` table keeps the link graph the crawl saw: each fetched page's followable links
 (target URL in ``w3lib_canonical`` form, anchor, context), so ``scrapy train`` can learn the
 link model from a crawl as it does from a WARC. One row per page (``page`` = its ``pages.id``, so
@@ -38,7 +48,7 @@ from focuscrawl.urls import w3lib_canonical
 logger = logging.getLogger(__name__)
 
 SCHEMA_NAME = "focuscrawl-crawl-store"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: PageItem field names in declaration order: the store's columns and the keys of iter_pages()
 #: (``links`` goes to the links table, not to a column).
@@ -48,9 +58,12 @@ FIELDS: tuple[str, ...] = tuple(f.name for f in _STORED)
 MAX_LINKS_PER_PAGE = 300
 MAX_ANCHOR_CHARS = 120
 MAX_CONTEXT_CHARS = 240
+#: what a row of links may inflate to: MAX_LINKS_PER_PAGE links of a URL (FOCUS_MAX_URL_LENGTH's
+#: bound is a setting: 8 KiB each here is generous), an anchor and a context, as escaped JSON
+_MAX_LINKS_ROW_BYTES = MAX_LINKS_PER_PAGE * 6 * (8192 + MAX_ANCHOR_CHARS + MAX_CONTEXT_CHARS)
 _BOOL_FIELDS = {"relevant"}
 _JSON_FIELDS = {"extra"}
-_INDEXED = ("url", "final_url", "relevant", "score")
+_INDEXED = ("final_url", "relevant", "score")  # (crawl, url) is the table's UNIQUE key
 
 
 def _column_type(annotation: str) -> str:
@@ -61,6 +74,22 @@ def _column_type(annotation: str) -> str:
 _COLUMNS = {f.name: _column_type(f.type) for f in _STORED}
 #: page: pages.id (a re-fetch gets a new id); n: how many links; data: zlib(JSON [[url, anchor, context], ...])
 _LINKS_SCHEMA = "CREATE TABLE links (page INTEGER PRIMARY KEY, n INTEGER NOT NULL, data BLOB NOT NULL)"
+_CRAWLS_SCHEMA = ("CREATE TABLE crawls (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL, "
+                  "resumed_at TEXT, ended_at TEXT, end_reason TEXT, model TEXT, settings TEXT, jobdir TEXT)")
+#: the columns a crawl is described by (``crawls()``, ``crawl_info()``)
+CRAWL_FIELDS = ("id", "started_at", "resumed_at", "ended_at", "end_reason", "model", "settings", "jobdir")
+
+
+def _pages_schema(table: str = "pages") -> str:
+    """pages: a row per (crawl, requested URL); ``exported``: a durable feed has the page."""
+    columns = ", ".join(f"{name} {ctype}" + (" NOT NULL" if name == "url" else "") for name, ctype in _COLUMNS.items())
+    # id orders rows by (latest) fetch; AUTOINCREMENT never reuses an id after a replace.
+    return (f"CREATE TABLE {table} (id INTEGER PRIMARY KEY AUTOINCREMENT, crawl INTEGER NOT NULL, {columns}, "
+            f"exported INTEGER NOT NULL DEFAULT 0, UNIQUE (crawl, url))")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 class StoreError(Exception):
@@ -114,17 +143,27 @@ def _pack_links(rows: list[tuple[str, str, str]]) -> bytes:
 def _unpack_links(data: bytes) -> list[tuple[str, str, str]]:
     """A page's links; a damaged row is logged and read as none, so one bad row loses one page's links."""
     try:
-        rows = json.loads(zlib.decompress(data).decode("utf-8"))
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(data, _MAX_LINKS_ROW_BYTES)
+        if inflate.unconsumed_tail:  # more than any row add_page writes: not one of its rows
+            raise ValueError(f"a row of links inflates past {_MAX_LINKS_ROW_BYTES} bytes")
+        rows = json.loads(raw.decode("utf-8"))
+        if not isinstance(rows, list) or not all(isinstance(row, list) and len(row) == 3 for row in rows):
+            raise ValueError("not a list of [url, anchor, context] rows")
         return [(str(url), str(anchor), str(context)) for url, anchor, context in rows]
-    except (zlib.error, TypeError, ValueError) as exc:
-        logger.warning("a damaged row of links skipped (%s)", exc)
+    except (zlib.error, TypeError, ValueError, RecursionError) as exc:  # deep nesting: RecursionError
+        logger.warning("a damaged row of links skipped (%s)", type(exc).__name__ if isinstance(exc, RecursionError)
+                       else exc)
         return []
 
 
 class CrawlStore:
-    """A SQLite file of fetched pages, keyed by the requested URL (a re-fetch replaces the row).
+    """A SQLite file of fetched pages, keyed by crawl and requested URL (a re-fetch in the same
+    crawl replaces the row).
 
     ``create=False`` refuses to create a missing file (for readers such as ``scrapy export``).
+    Pages are written into the crawl begun (``begin_crawl``) or resumed (``resume_crawl``); a
+    writer that does neither gets a new crawl at its first page.
     """
 
     def __init__(self, path: str | os.PathLike, *, create: bool = True, commit_every: int = 1) -> None:
@@ -133,6 +172,7 @@ class CrawlStore:
         self._pending = 0
         self._conn: sqlite3.Connection | None = None
         self._links_table = False
+        self.crawl_id: int | None = None  # the crawl pages are written into
         if os.path.isdir(self.path):
             raise StoreError(f"{self.path} is a directory, not a crawl store file")
         exists = os.path.exists(self.path) and os.path.getsize(self.path) > 0
@@ -155,8 +195,10 @@ class CrawlStore:
                 self._create_schema()
                 tables = {"links"}
             else:
-                self._check_schema(tables)
+                version = self._check_schema(tables)
                 self._add_missing_columns()
+                if version < 2:
+                    self._upgrade_to_crawls()
             self._links_table = "links" in tables
         except sqlite3.DatabaseError as exc:
             self._abandon()
@@ -169,9 +211,6 @@ class CrawlStore:
 
     def _create_schema(self) -> None:
         conn = self._db
-        columns = ", ".join(
-            f"{name} {ctype}" + (" NOT NULL UNIQUE" if name == "url" else "") for name, ctype in _COLUMNS.items()
-        )
         with conn:
             conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             conn.executemany(
@@ -179,17 +218,42 @@ class CrawlStore:
                 [
                     ("schema", SCHEMA_NAME),
                     ("schema_version", str(SCHEMA_VERSION)),
-                    ("created_at", datetime.now(timezone.utc).isoformat(timespec="seconds")),
+                    ("created_at", _now()),
                 ],
             )
-            # id orders rows by (latest) fetch; AUTOINCREMENT never reuses an id after a replace.
-            conn.execute(f"CREATE TABLE pages (id INTEGER PRIMARY KEY AUTOINCREMENT, {columns})")
-            for name in _INDEXED:
-                if name != "url":  # UNIQUE already indexes it
-                    conn.execute(f"CREATE INDEX pages_{name} ON pages ({name})")
+            conn.execute(_CRAWLS_SCHEMA)
+            conn.execute(_pages_schema())
+            self._create_indexes()
             conn.execute(_LINKS_SCHEMA)
 
-    def _check_schema(self, tables: set[str]) -> None:
+    def _create_indexes(self) -> None:
+        for name in _INDEXED:
+            self._db.execute(f"CREATE INDEX IF NOT EXISTS pages_{name} ON pages ({name})")
+
+    def _upgrade_to_crawls(self) -> None:
+        """Schema 1 -> 2: the pages of a store written before crawl ids become crawl 1 (counted as
+        exported: its feeds are not known), keeping their ids, so their links stay theirs."""
+        conn = self._db
+        meta = dict(conn.execute("SELECT key, value FROM meta"))
+        names = ", ".join(_COLUMNS)
+        try:
+            with conn:
+                conn.execute(_CRAWLS_SCHEMA)
+                conn.execute("INSERT INTO crawls (id, started_at, end_reason) VALUES (1, ?, ?)",
+                             (meta.get("created_at") or _now(), "written before crawl ids"))
+                conn.execute(_pages_schema("pages_v2"))
+                conn.execute(f"INSERT INTO pages_v2 (id, crawl, {names}, exported) "
+                             f"SELECT id, 1, {names}, 1 FROM pages")
+                conn.execute("DROP TABLE pages")
+                conn.execute("ALTER TABLE pages_v2 RENAME TO pages")
+                self._create_indexes()
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"{self.path} was written by an older focuscrawl and cannot be upgraded "
+                             f"here ({exc}); open it once where it is writable") from exc
+        logger.info("crawl store %s upgraded: its pages are crawl 1", self.path)
+
+    def _check_schema(self, tables: set[str]) -> int:
         if "meta" not in tables or "pages" not in tables:
             raise StoreError(f"{self.path} is a SQLite file but not a focuscrawl crawl store")
         meta = dict(self._db.execute("SELECT key, value FROM meta"))
@@ -203,6 +267,7 @@ class CrawlStore:
             raise StoreError(
                 f"{self.path} was written by a newer focuscrawl (store schema {version}, this one reads {SCHEMA_VERSION})"
             )
+        return version
 
     def _add_missing_columns(self) -> None:
         present = {row[1] for row in self._db.execute("PRAGMA table_info(pages)")}
@@ -235,11 +300,84 @@ class CrawlStore:
             self._conn.close()
             self._conn = None
 
+    # --- crawls ------------------------------------------------------------------------------
+
+    def begin_crawl(self, *, model: str | None = None, settings: Mapping[str, Any] | None = None,
+                    jobdir: str | None = None) -> int:
+        """Begin a new crawl and return its id: the pages added from now on are its pages."""
+        try:
+            with self._db:
+                cursor = self._db.execute(
+                    "INSERT INTO crawls (started_at, model, settings, jobdir) VALUES (?, ?, ?, ?)",
+                    (_now(), model, json.dumps(dict(settings or {}), sort_keys=True, default=str), jobdir))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot write to the crawl store {self.path} ({exc})") from exc
+        self.crawl_id = int(cursor.lastrowid)
+        return self.crawl_id
+
+    def resume_crawl(self, crawl_id: int) -> None:
+        """Take crawl ``crawl_id`` up again (a resumed JOBDIR): its pages and their exported marks
+        stay, new pages join them. A crawl the store does not hold is a StoreError."""
+        if self.crawl_info(crawl_id) is None:
+            raise StoreError(f"{self.path} holds no crawl {crawl_id}")
+        try:
+            with self._db:
+                self._db.execute("UPDATE crawls SET resumed_at = ?, ended_at = NULL, end_reason = NULL WHERE id = ?",
+                                 (_now(), crawl_id))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot write to the crawl store {self.path} ({exc})") from exc
+        self.crawl_id = int(crawl_id)
+
+    def end_crawl(self, reason: str | None = None) -> None:
+        """Record that the current crawl ended (a killed crawl never gets here: no end)."""
+        if self.crawl_id is None:
+            return
+        self.flush()
+        try:
+            with self._db:
+                self._db.execute("UPDATE crawls SET ended_at = ?, end_reason = ? WHERE id = ?",
+                                 (_now(), reason, self.crawl_id))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot write to the crawl store {self.path} ({exc})") from exc
+
+    def crawls(self) -> list[dict[str, Any]]:
+        """Every crawl, oldest first: its CRAWL_FIELDS (``settings`` decoded), ``pages`` and
+        ``relevant`` (relevant, non-duplicate pages: what its feed and ``scrapy export`` hold)."""
+        sql = (f"SELECT {', '.join('c.' + f for f in CRAWL_FIELDS)}, COUNT(p.id), "
+               "COALESCE(SUM(p.relevant = 1 AND p.duplicate_of IS NULL), 0) "
+               "FROM crawls c LEFT JOIN pages p ON p.crawl = c.id GROUP BY c.id ORDER BY c.id")
+        try:
+            rows = self._db.execute(sql).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
+        crawls = []
+        for row in rows:
+            crawl = dict(zip((*CRAWL_FIELDS, "pages", "relevant"), row))
+            try:
+                crawl["settings"] = json.loads(crawl["settings"]) if crawl["settings"] else {}
+            except ValueError:
+                crawl["settings"] = {}
+            crawls.append(crawl)
+        return crawls
+
+    def crawl_info(self, crawl_id: int) -> dict[str, Any] | None:
+        """One crawl as ``crawls()`` describes it, or None."""
+        return next((c for c in self.crawls() if c["id"] == crawl_id), None)
+
+    def latest_crawl(self) -> int | None:
+        """The id of the crawl begun last (None in a store without crawls)."""
+        try:
+            return self._db.execute("SELECT MAX(id) FROM crawls").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
+
     # --- writing ------------------------------------------------------------------------------
 
-    def add_page(self, item: PageItem | Mapping[str, Any]) -> None:
-        """Store one page (a PageItem or a dict with its fields) and its ``links``; a re-fetch of a
-        URL replaces the page and its links."""
+    def add_page(self, item: PageItem | Mapping[str, Any]) -> bool:
+        """Store one page (a PageItem or a dict with its fields) and its ``links`` in the current
+        crawl; a re-fetch of a URL in the same crawl replaces the page and its links. Returns
+        whether the crawl had already exported the URL (a page fetched again after a kill keeps
+        its mark, so it is not exported twice)."""
         data = _item_dict(item)
         if not data.get("url"):
             raise ValueError("a page without a url cannot be stored")
@@ -254,12 +392,19 @@ class CrawlStore:
             row.append(value)
         names = ", ".join(FIELDS)
         marks = ", ".join("?" * len(FIELDS))
+        if self.crawl_id is None:
+            self.begin_crawl()
         try:
             if not self._links_table:
                 self._add_links_table()
             db = self._db
-            db.execute("DELETE FROM links WHERE page = (SELECT id FROM pages WHERE url = ?)", (data["url"],))
-            page_id = db.execute(f"INSERT OR REPLACE INTO pages ({names}) VALUES ({marks})", row).lastrowid
+            before = db.execute("SELECT id, exported FROM pages WHERE crawl = ? AND url = ?",
+                                (self.crawl_id, data["url"])).fetchone()
+            exported = bool(before and before[1])
+            if before is not None:
+                db.execute("DELETE FROM links WHERE page = ?", (before[0],))
+            page_id = db.execute(f"INSERT OR REPLACE INTO pages (crawl, {names}, exported) VALUES (?, {marks}, ?)",
+                                 [self.crawl_id, *row, int(exported)]).lastrowid
             if links:
                 db.execute("INSERT INTO links (page, n, data) VALUES (?, ?, ?)",
                            (page_id, len(links), _pack_links(links)))
@@ -268,6 +413,20 @@ class CrawlStore:
         self._pending += 1
         if self._pending >= self.commit_every:
             self.flush()
+        return exported
+
+    def mark_exported(self, urls: list[str] | tuple[str, ...]) -> None:
+        """A durable feed has these pages of the current crawl (requested URLs); committed at once,
+        so a resumed crawl never emits them again."""
+        if self.crawl_id is None or not urls:
+            return
+        try:
+            self._db.executemany("UPDATE pages SET exported = 1 WHERE crawl = ? AND url = ?",
+                                 [(self.crawl_id, url) for url in urls])
+            self._db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot write to the crawl store {self.path} ({exc})") from exc
+        self._pending = 0
 
     def flush(self) -> None:
         """Commit the pages added since the last commit."""
@@ -296,8 +455,15 @@ class CrawlStore:
     # --- reading ------------------------------------------------------------------------------
 
     @staticmethod
-    def _where(min_score: float | None, relevant_only: bool, unique_only: bool) -> tuple[str, list[Any]]:
+    def _where(min_score: float | None, relevant_only: bool, unique_only: bool, crawl: int | None = None,
+               exported: bool | None = None) -> tuple[str, list[Any]]:
         clauses, params = [], []
+        if crawl is not None:
+            clauses.append("crawl = ?")
+            params.append(int(crawl))
+        if exported is not None:
+            clauses.append("exported = ?")
+            params.append(int(bool(exported)))
         if min_score is not None:
             clauses.append("score >= ?")
             params.append(float(min_score))
@@ -308,13 +474,16 @@ class CrawlStore:
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
     def iter_pages(
-        self, min_score: float | None = None, relevant_only: bool = False, unique_only: bool = False
+        self, min_score: float | None = None, relevant_only: bool = False, unique_only: bool = False,
+        crawl: int | None = None, exported: bool | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Stored pages as dicts keyed by PageItem field names, in fetch order.
 
         ``min_score`` keeps pages scored at least that (unscored pages drop out);
-        ``relevant_only`` keeps relevant pages; ``unique_only`` leaves out duplicates."""
-        where, params = self._where(min_score, relevant_only, unique_only)
+        ``relevant_only`` keeps relevant pages; ``unique_only`` leaves out duplicates; ``crawl``
+        keeps one crawl's pages (None: every crawl's); ``exported`` keeps the pages a durable feed
+        has (True) or has not (False)."""
+        where, params = self._where(min_score, relevant_only, unique_only, crawl, exported)
         try:
             cursor = self._db.execute(f"SELECT {', '.join(FIELDS)} FROM pages{where} ORDER BY id", params)
             while rows := cursor.fetchmany(500):
@@ -323,32 +492,37 @@ class CrawlStore:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
 
-    def count(self, min_score: float | None = None, relevant_only: bool = False, unique_only: bool = False) -> int:
+    def count(self, min_score: float | None = None, relevant_only: bool = False, unique_only: bool = False,
+              crawl: int | None = None, exported: bool | None = None) -> int:
         """How many pages iter_pages() with the same filters would yield."""
-        where, params = self._where(min_score, relevant_only, unique_only)
+        where, params = self._where(min_score, relevant_only, unique_only, crawl, exported)
         try:
             return self._db.execute(f"SELECT COUNT(*) FROM pages{where}", params).fetchone()[0]
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
 
-    def get_page(self, url: str) -> dict[str, Any] | None:
-        """The stored page requested as ``url``, or None."""
+    def get_page(self, url: str, crawl: int | None = None) -> dict[str, Any] | None:
+        """The stored page requested as ``url`` in ``crawl`` (None: its latest fetch in any crawl), or None."""
+        where, params = ("url = ? AND crawl = ?", (url, int(crawl))) if crawl is not None else ("url = ?", (url,))
         try:
-            row = self._db.execute(f"SELECT {', '.join(FIELDS)} FROM pages WHERE url = ?", (url,)).fetchone()
+            row = self._db.execute(f"SELECT {', '.join(FIELDS)} FROM pages WHERE {where} ORDER BY id DESC LIMIT 1",
+                                   params).fetchone()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
         return None if row is None else self._decode(row)
 
-    def iter_links(self) -> Iterator[dict[str, Any]]:
-        """The stored links, page by page in fetch order, each as a dict: ``from_url`` and
-        ``from_final_url`` (the page's url and final_url), ``url`` (the target, canonical),
-        ``anchor``, ``context``. Nothing for a store without a links table (see ``has_links``)."""
+    def iter_links(self, crawl: int | None = None) -> Iterator[dict[str, Any]]:
+        """The stored links of ``crawl`` (None: every crawl), page by page in fetch order, each as a
+        dict: ``from_url`` and ``from_final_url`` (the page's url and final_url), ``url`` (the
+        target, canonical), ``anchor``, ``context``. Nothing for a store without a links table
+        (see ``has_links``)."""
         if not self._links_table:
             return
+        where, params = (" WHERE p.crawl = ?", (int(crawl),)) if crawl is not None else ("", ())
         try:
             cursor = self._db.execute(
-                "SELECT p.url, p.final_url, l.data FROM links l JOIN pages p ON p.id = l.page ORDER BY l.page"
-            )
+                f"SELECT p.url, p.final_url, l.data FROM links l JOIN pages p ON p.id = l.page{where} ORDER BY l.page",
+                params)
             while rows := cursor.fetchmany(200):
                 for from_url, from_final, data in rows:
                     for url, anchor, context in _unpack_links(data):
@@ -357,13 +531,14 @@ class CrawlStore:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
 
-    def count_links(self) -> int:
+    def count_links(self, crawl: int | None = None) -> int:
         """How many links iter_links() would yield."""
         if not self._links_table:
             return 0
+        where, params = (" WHERE p.crawl = ?", (int(crawl),)) if crawl is not None else ("", ())
         try:
-            sql = "SELECT COALESCE(SUM(l.n), 0) FROM links l JOIN pages p ON p.id = l.page"
-            return self._db.execute(sql).fetchone()[0]
+            sql = f"SELECT COALESCE(SUM(l.n), 0) FROM links l JOIN pages p ON p.id = l.page{where}"
+            return self._db.execute(sql, params).fetchone()[0]
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
 
@@ -387,4 +562,5 @@ class CrawlStore:
             raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
 
 
-__all__ = ["FIELDS", "MAX_LINKS_PER_PAGE", "SCHEMA_VERSION", "CrawlStore", "StoreError", "resolve_store_path"]
+__all__ = ["CRAWL_FIELDS", "FIELDS", "MAX_LINKS_PER_PAGE", "SCHEMA_VERSION", "CrawlStore", "StoreError",
+           "resolve_store_path"]
