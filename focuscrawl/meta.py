@@ -35,6 +35,10 @@ FEATURES = "focus_features"
 #: on a HEAD check: the GET it checks; on that GET once checked: True (not checked again)
 HEAD_FOR = "focus_head_for"
 HEAD_CHECKED = "focus_head_checked"
+#: on a URL the host's learned aliases re-spelled: the spelling the link gave, fetched instead if the
+#: new one fails (focuscrawl/frontier/aliases.py); True on that fallback: fetched as linked
+ALIAS_OF = "focus_alias_of"
+AS_LINKED = "focus_as_linked"
 #: a response came back (else the request failed on the network), and its status
 GOT_RESPONSE = "focus_got_response"
 STATUS = "focus_status"

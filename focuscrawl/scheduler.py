@@ -37,6 +37,7 @@ from focuscrawl import signals as focus_signals
 from focuscrawl.config import ConfigError, FocusConfig
 from focuscrawl.frontier import Entry, Frontier
 from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
+from focuscrawl.frontier.aliases import HostAliases
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
 from focuscrawl.learning.learner import page_reward
 from focuscrawl.learning.strategies import LearnedStrategy, make_strategy
@@ -58,12 +59,21 @@ logger = logging.getLogger(__name__)
 #: packed URL instead of ~220 B, 32 MB at most), which spares background re-scoring the inflating
 #: and deflating of every run it rewrites (about a sixth of its cost on a WebKB crawl)
 FRONTIER_DEFLATE_FROM = 50_000
+#: what a released request's meta gained on its way (the scheduler's and Scrapy's own): dropped when
+#: the request is made again in another spelling
+_RELEASE_META = frozenset({M.ALIAS_OF, M.HOST, M.PRIORITY, M.EXPLAIN, M.GOT_RESPONSE, M.STATUS, "download_slot",
+                           "download_latency", "download_timeout", "_scheme_proxy", "proxy"})
+
+
+def _respelled(request: Request, url: str) -> Request:
+    """``request`` for ``url``, remembering the spelling the link gave (fetched instead if ``url`` fails)."""
+    return request.replace(url=url, meta={**request.meta, M.ALIAS_OF: request.url})
 
 
 class FocusScheduler:
     def __init__(self, crawler, config: FocusConfig, *, frontier: Frontier, admission: Admission, gate: HostGate,
                  learner: LinkRewardLearner, serializer: RequestSerializer, downloader: DownloaderAdapter,
-                 persistence: Persistence | None = None, strategy=None):
+                 persistence: Persistence | None = None, strategy=None, aliases: HostAliases | None = None):
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
@@ -74,6 +84,8 @@ class FocusScheduler:
         self.serializer = serializer
         self.downloader = downloader
         self.persistence = persistence
+        # the spellings each host serves one page at, learned from redirects and content hashes
+        self.aliases = aliases
         # what sets the priorities (FOCUS_STRATEGY): by default the learner
         self.strategy = strategy if strategy is not None else LearnedStrategy(learner)
         # through the attribute, so that a test may stand in for the reactor
@@ -113,11 +125,12 @@ class FocusScheduler:
         admission = Admission.from_config(config, gate.robots)
         learner = LinkRewardLearner(credit_decay=config.credit_decay, exploration=config.exploration,
                                     hub_cap=config.hub_cap, learning_rate=config.learning_rate)
+        aliases = HostAliases() if config.url_aliases else None
         persistence = (Persistence(config.jobdir, serializer, frontier, admission, gate, crawler.stats,
-                                   config.checkpoint_seconds) if config.jobdir else None)
+                                   config.checkpoint_seconds, aliases=aliases) if config.jobdir else None)
         return cls(crawler, config, frontier=frontier, admission=admission, gate=gate, learner=learner,
                    serializer=serializer, downloader=DownloaderAdapter(crawler), persistence=persistence,
-                   strategy=make_strategy(config.strategy, learner, config))
+                   strategy=make_strategy(config.strategy, learner, config), aliases=aliases)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def open(self, spider):
@@ -174,6 +187,11 @@ class FocusScheduler:
         self.stats.set_value("focus/frontier/rescored", self.frontier.rescored)
         self.stats.set_value("focus/frontier/pruned", self.frontier.pruned)
         self.stats.set_value("focus/seen", len(self.admission.seen))
+        if self.aliases is not None and self.aliases.active:
+            rules = self.aliases.rules()
+            logger.info("URL aliases learned: slash on %d hosts, index pages on %d, www/bare names on %d",
+                        len(rules["slash"]), len(rules["index"]), len(rules["www"]))
+            self.stats.set_value("focus/aliases/hosts", len(rules["slash"]) + len(rules["index"]) + len(rules["www"]))
         return None
 
     def has_pending_requests(self) -> bool:
@@ -209,6 +227,8 @@ class FocusScheduler:
             self.frontier.push(host_key(request.url), Entry(ROBOTS_PRIORITY, request.url, request))
             return True
         canonical = canonicalize(request.url)
+        if self.aliases is not None:
+            request, canonical = self._alias(request, canonical)
         reason = self.admission.admit(request.url, canonical, dont_filter=request.dont_filter,
                                       redirect_times=meta.get("redirect_times", 0), sitemap=bool(meta.get(M.SITEMAP)),
                                       depth=meta.get(M.DEPTH, 0))
@@ -232,6 +252,39 @@ class FocusScheduler:
             if self.persistence is not None:
                 self.persistence.spill(pruned)
         return True
+
+    def _alias(self, request: Request, canonical: str) -> tuple[Request, str]:
+        """A redirect hop is evidence of the host's aliases; any other URL is taken in the spelling
+        its host's learned rules give (a redirect's target is where the server says the page is:
+        never re-spelled, so a rule can never send the crawl round a redirect)."""
+        meta = request.meta
+        if meta.get("redirect_times"):
+            previous = meta.get("redirect_urls") or ()
+            if previous:
+                self.aliases.redirected(canonicalize(previous[-1]), canonical)
+            return request, canonical
+        if meta.get(M.AS_LINKED):
+            return request, canonical
+        alias = self.aliases.canonical(canonical)
+        if alias == canonical:
+            return request, canonical
+        self.stats.inc_value("focus/aliases/respelled")
+        return _respelled(request, alias), alias
+
+    def _alias_evidence(self, request: Request, page) -> None:
+        """A page's content hash is evidence of its host's aliases; a re-spelled URL that failed is
+        evidence against the rule, and the spelling the link gave is fetched instead."""
+        status = getattr(page, "status", None)
+        original = request.meta.get(M.ALIAS_OF)
+        if original and (not status or status >= 400):
+            self.aliases.mistaken(canonicalize(original), canonicalize(request.url))
+            self.stats.inc_value("focus/aliases/mistaken")
+            meta = {k: v for k, v in request.meta.items() if k not in _RELEASE_META}
+            meta[M.AS_LINKED] = True
+            self.enqueue_request(request.replace(url=original, meta=meta))
+        elif status == 200 and getattr(page, "content_hash", ""):
+            self.aliases.fetched(canonicalize(page.final_url or request.url), page.content_hash,
+                                 redirected=bool(request.meta.get("redirect_urls")))
 
     def _refuse(self, request: Request, reason: str) -> bool:
         self.stats.inc_value(f"focus/refused/{reason}")
@@ -269,6 +322,11 @@ class FocusScheduler:
             host, entry = popped
             request = entry.payload
             robots_request = bool(request.meta.get(M.ROBOTS_FOR))
+            if self.aliases is not None and self.aliases.active and not robots_request:
+                respelled = self._respell_queued(host, entry, now)
+                if respelled is None:
+                    continue
+                entry, request = respelled, respelled.payload
             verdict = self.gate.check(host, request.url, now, robots_request)
             if verdict.action == "wait":
                 frontier.requeue(host, entry)
@@ -301,6 +359,34 @@ class FocusScheduler:
             return self._release(host, request, entry)
         return None
 
+    def _respell_queued(self, host: str, entry: Entry, now: float) -> Entry | None:
+        """A URL queued before its host's aliases were learned, in the spelling they give: dropped
+        when that spelling was seen already, moved to the other host's queue for a www/bare alias
+        (None: nothing to fetch from ``host`` now), else the entry to fetch. The new spelling
+        becomes seen when the request is released, not here: an entry held back (patience, a
+        host's wait) goes back to its queue as it was popped, and is re-spelled again."""
+        request = entry.payload
+        if request.meta.get("redirect_times") or request.meta.get(M.AS_LINKED):
+            return entry
+        alias = self.aliases.canonical(entry.url)
+        if self.aliases.fetched_as_another(alias):
+            self.stats.inc_value("focus/aliases/dropped")
+            self.frontier.release(host, now)
+            return None
+        if alias == entry.url:
+            return entry
+        if alias in self.admission.seen:
+            self.stats.inc_value("focus/aliases/dropped")
+            self.frontier.release(host, now)
+            return None
+        self.stats.inc_value("focus/aliases/respelled")
+        moved = Entry(entry.priority, alias, _respelled(request, alias), entry.features, entry.version)
+        if host_key(alias) != host:
+            self.frontier.push(host_key(alias), moved)
+            self.frontier.release(host, now)
+            return None
+        return moved
+
     def _release(self, host: str, request: Request, entry: Entry | None) -> Request:
         meta = request.meta
         meta["download_slot"] = host
@@ -309,6 +395,8 @@ class FocusScheduler:
         if self.patience is not None:
             self.patience.released(time.monotonic())
         if entry is not None and not meta.get(M.ROBOTS_FOR):
+            if meta.get(M.ALIAS_OF) and self.aliases is not None:
+                self.admission.seen.add(entry.url)  # re-spelled in the queue (see _respell_queued)
             self.released += 1
             meta[M.PRIORITY] = round(entry.priority, 4)
             if entry.features is not None:
@@ -358,6 +446,8 @@ class FocusScheduler:
     def _on_page_scored(self, request, response, page, links=None, hit=None, spider=None):
         """``hit``: the page counts as found for the learner (FOCUS_REWARD_THRESHOLD); without it,
         the item's relevance."""
+        if self.aliases is not None:
+            self._alias_evidence(request, page)
         wasted = page.score is None
         relevant = not wasted and bool(page.relevant if hit is None else hit)
         self.learner.observe(canonicalize(page.final_url or request.url), link_parent(request.meta),

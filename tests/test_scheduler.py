@@ -650,8 +650,34 @@ def test_rescoring_packed_entries_from_their_bytes_gives_the_priorities_of_scori
 
 
 def test_a_link_to_an_ipv6_literal_is_queued_not_raised():
-    scheduler = make_scheduler()
+    # loopback allowed: by default these are refused at admission (tests/test_network_guard.py)
+    scheduler = make_scheduler(FOCUS_ALLOWED_NETWORKS="::1,127.0.0.0/8")
     spider = scheduler.spider
     for url in ("http://[::1]/y", "http://[::ffff:127.0.0.1]/v", "http://[::1]:8080/x"):
         assert scheduler.enqueue_request(Request(url, callback=spider.parse, meta={"depth": 1}))
     assert len(scheduler.frontier) == 3
+
+
+def test_a_queued_url_is_respelled_by_a_rule_learned_later_and_survives_being_held_back():
+    """Queued before its host's slash rule was learned, a URL leaves the frontier with the slash;
+    held back first (patience), it is not lost as a duplicate of its own new spelling; a second
+    spelling of the same page queued meanwhile is dropped once the first is released."""
+    scheduler = flat_out(make_scheduler(FOCUS_PATIENCE=2.0))
+    spider = scheduler.spider
+    for url, priority in [("http://a.test/dir", 1.0), ("http://a.test/dir/index.html", 0.9),
+                          ("http://b.test/best", 5.0), ("http://b.test/next", 4.0)]:
+        scheduler.frontier.push(url.split("/")[2], Entry(priority, url, Request(url, callback=spider.parse)))
+    for n in range(2):
+        scheduler.aliases.redirected(f"http://a.test/d{n}", f"http://a.test/d{n}/")
+        scheduler.aliases.fetched(f"http://a.test/x{n}/", f"digest{n}")
+        scheduler.aliases.fetched(f"http://a.test/x{n}/index.html", f"digest{n}")
+    best = scheduler.next_request()
+    assert best.url == "http://b.test/best"
+    assert scheduler.next_request() is None  # a.test's URL held for b.test's next
+    free(scheduler, best)
+    assert scheduler.next_request().url == "http://b.test/next"
+    first = scheduler.next_request()
+    assert first.url == "http://a.test/dir/" and first.meta["focus_alias_of"] == "http://a.test/dir"
+    free(scheduler, first)
+    assert scheduler.next_request() is None  # dir/index.html is dir/, released already
+    assert scheduler.stats.get_value("focus/aliases/dropped") == 1

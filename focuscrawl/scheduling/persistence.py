@@ -40,7 +40,7 @@ FIRST = float("inf")  # the priority of a request in flight at a kill: first in 
 
 class Persistence:
     def __init__(self, jobdir: str, serializer: RequestSerializer, frontier: Frontier, admission: Admission,
-                 gate: HostGate, stats, checkpoint_seconds: float):
+                 gate: HostGate, stats, checkpoint_seconds: float, aliases=None):
         self.jobdir = jobdir
         self.job = JobDir(jobdir)
         self.serializer = serializer
@@ -49,6 +49,7 @@ class Persistence:
         self.gate = gate
         self.stats = stats
         self.checkpoint_seconds = checkpoint_seconds
+        self.aliases = aliases  # the hosts' learned URL aliases (HostAliases), kept with the snapshot
         # canonical URL -> request released whose item has not been through the pipelines yet
         self.unfinished: dict[str, Request] = {}
         self.restoring = False
@@ -116,6 +117,7 @@ class Persistence:
             "released": released, "timing": gate["timing"], "host_admitted": self.admission.host_admitted,
             "robots": gate["robots"],
             "strategy": strategy if getattr(strategy, "name", "learned") != "learned" else None,
+            "aliases": self.aliases,
         })
         self.stats.inc_value("focus/checkpoints")
 
@@ -157,6 +159,8 @@ class Persistence:
                 use_strategy(state["strategy"])
             released = state["released"]
             self.admission.host_admitted = state["host_admitted"]
+            if self.aliases is not None and state.get("aliases") is not None:
+                self.aliases.adopt(state["aliases"])
             for host in self.gate.restore(state["timing"], state["robots"], time.monotonic()):
                 apply_robots(host)
             rows = list(state["entries"])  # every row, in a snapshot of format 1
