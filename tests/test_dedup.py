@@ -140,3 +140,16 @@ def test_signatures_are_those_of_a_fresh_minhash():
     first, second = index.minhash(shingles), index.minhash(shingles)
     assert np.array_equal(first.hashvalues, fresh.hashvalues) and np.array_equal(second.hashvalues, fresh.hashvalues)
     assert first.jaccard(fresh) == 1.0
+
+
+def test_a_long_page_is_hashed_in_chunks_to_the_same_signature(monkeypatch):
+    # datasketch's update_batch holds shingles x num_perm integers at once (326 MiB for a page of
+    # 2 MB of varied words in bench/soak.py): the index hashes in chunks, and a minimum is a minimum
+    from focuscrawl.dedup import fingerprints
+
+    index = NearDuplicateIndex()
+    shingles = word_shingles(article(3, words=3000), index.shingle_size)
+    whole = MinHash(num_perm=index.num_perm, permutations=index._template.permutations, scheme=index._template.scheme)
+    whole.update_batch([s.encode("utf-8") for s in shingles])
+    monkeypatch.setattr(fingerprints, "MINHASH_CHUNK", 100)
+    assert np.array_equal(index.minhash(shingles).hashvalues, whole.hashvalues)

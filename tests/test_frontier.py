@@ -5,7 +5,7 @@ import struct
 
 import pytest
 
-from focuscrawl.frontier import Entry, Frontier, SeenSet, read_stored, rescoring, runs
+from focuscrawl.frontier import Entry, Frontier, SeenSet, mercator, read_stored, rescoring, runs
 from focuscrawl.urls import host_key
 
 
@@ -932,3 +932,42 @@ def test_stored_records_load_into_another_frontier_as_they_are(deflate_from):
         mine = [e for e in expected if e.url.startswith(f"https://{host}/")]
         theirs = [e for e in got if e.url.startswith(f"https://{host}/")]
         assert [(e.url, e.payload, e.features) for e in theirs] == [(e.url, e.payload, e.features) for e in mine]
+
+
+def _crawl_like(frontier, steps, seed=7):
+    """Pops, new links of random value to random hosts, releases with a delay, now and then a host's
+    top re-scored: what a crawl does to the ready heap. Returns the URLs in the order popped."""
+    import random
+
+    rng = random.Random(seed)
+    hosts = [f"h{i}" for i in range(150)]
+    for h in hosts:
+        frontier.push(h, Entry(rng.random(), f"http://{h}/seed"))
+    popped, t = [], 0.0
+    for step in range(steps):
+        t += 0.01
+        got = frontier.pop(t)
+        if got is not None:
+            host, entry = got
+            popped.append(entry.url)
+            for k in range(3):
+                h = rng.choice(hosts)
+                frontier.push(h, Entry(rng.random(), f"http://{h}/{step}-{k}"))
+            frontier.release(host, t + 0.5)
+        if step % 50 == 0:  # a re-scored top re-files its host, as background re-scoring does
+            frontier.rescore_stale(lambda entries: [rng.random() for _ in entries], limit=100)
+            frontier.version += 1
+        assert len(frontier._ready) <= 2 * len(frontier._hosts) + mercator.READY_HEAP_SLACK
+    return popped
+
+
+def test_the_ready_heap_is_bounded_by_the_hosts_not_by_the_re_files(monkeypatch):
+    # a host re-filed under a new best left its old item in the ready heap, and one worse than
+    # every live item was never popped: bench/soak.py saw the heap grow with every re-file
+    monkeypatch.setattr(mercator, "READY_HEAP_SLACK", 64)
+    compacted = _crawl_like(Frontier(), 6000)
+    monkeypatch.setattr(mercator, "READY_HEAP_SLACK", 10**9)  # never rebuilt: the order must not change
+    never = Frontier()
+    monkeypatch.setattr(mercator.Frontier, "_compact_ready", lambda self: None)
+    assert _crawl_like(never, 6000) == compacted
+    assert len(never._ready) > 2 * len(never._hosts) + 64  # without rebuilds it does grow

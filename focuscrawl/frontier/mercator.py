@@ -47,6 +47,9 @@ __all__ = ["Frontier", "Entry", "Codec", "PackedRescorer", "Rescorer", "read_sto
 
 #: the idle hosts ``best_soon`` looks at, soonest free first: its cost, bounded
 SOON_LIMIT = 64
+#: stale items the ready heap may hold beyond two per host before it is rebuilt (``_compact_ready``):
+#: a rebuild costs O(hosts), so it comes at most once every that many re-files
+READY_HEAP_SLACK = 1024
 
 # a host's state: idle (filed in the waiting heap, if it has work), in the ready heap, or busy
 # (popped, not released yet)
@@ -145,7 +148,7 @@ class Frontier:
             if h.state == READY:
                 if record[:KEY] < h.rkey:  # a better best: re-file the host (the old item goes stale)
                     h.rkey = record[:KEY]
-                    heapq.heappush(self._ready, (h.rkey, h.name))
+                    self._push_ready(h)
             else:
                 self._file_waiting(h)
         if self._size > self.capacity * (1 + self.prune_slack):
@@ -159,7 +162,20 @@ class Frontier:
 
     def _file_ready(self, h: _Slot) -> None:
         h.rkey = h.q.top[:KEY]
+        self._push_ready(h)
+
+    def _push_ready(self, h: _Slot) -> None:
         heapq.heappush(self._ready, (h.rkey, h.name))
+        if len(self._ready) > 2 * len(self._hosts) + READY_HEAP_SLACK:
+            self._compact_ready()
+
+    def _compact_ready(self) -> None:
+        """The ready heap rebuilt from its live items, one per ready host. A host re-filed under a
+        new best (a better URL pushed, its top re-scored) leaves its old item behind, and an old
+        item worse than every live one is never popped: without this the heap grew with every
+        re-file, not with the hosts (bench/soak.py: ~10^5 stale items after 20 minutes)."""
+        self._ready = [(h.rkey, h.name) for h in self._hosts.values() if h.state == READY and h.rkey is not None]
+        heapq.heapify(self._ready)
 
     def _refile(self, h: _Slot) -> None:
         """A ready host's best may have changed: re-file it."""

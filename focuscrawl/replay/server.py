@@ -314,7 +314,12 @@ class ReplayProxy:
             return False
         parts = urlsplit(url)
         host, path = parts.netloc, parts.path or "/"
+        return await self._respond(writer, conn, t_start, method, url, host, path, keep_alive)
 
+    async def _respond(self, writer, conn: int, t_start: float, method: str, url: str, host: str, path: str,
+                       keep_alive: bool) -> bool:
+        """Answer one parsed request and log it; whether the connection stays open. A subclass
+        that makes its answers up (bench/soakproxy.py: a generated web, streamed) replaces this."""
         status, resp_headers, body = self._lookup(url, path)
         if self.latency:
             await asyncio.sleep(self.latency)
