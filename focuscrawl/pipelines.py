@@ -184,12 +184,12 @@ class StorePipeline:
         spider = self.crawler.spider
         return {"spider": getattr(spider, "name", None), "seeds": getattr(spider, "seed_arg", None), **changed}
 
-    def _unexported(self) -> list[PageItem]:
+    def _unexported(self) -> Unexported | list:
         """Relevant, unique pages of this crawl that no durable feed has (none without a feed)."""
         if self.durability is None:
             return []
         pages = self.store.iter_pages(relevant_only=True, unique_only=True, crawl=self.store.crawl_id, exported=False)
-        return [PageItem(**{name: page[name] for name in FIELDS}, restored=True) for page in pages]
+        return Unexported(self.store, [page["url"] for page in pages])
 
     def process_item(self, item, spider=None):
         assert self.store is not None, "StorePipeline.process_item before open_spider"
@@ -240,6 +240,28 @@ class StorePipeline:
         except StoreError as exc:
             logger.warning("the feeds' pages not marked exported in %s: %s", self.path, exc)
         self._exported_at_close.clear()
+
+
+class Unexported:
+    """The relevant pages of a resumed crawl that no feed has: their URLs at once, each page read
+    from the store as it is emitted (a crawl run without a feed may have stored many)."""
+
+    def __init__(self, store: CrawlStore, urls: list[str]) -> None:
+        self.store, self.urls = store, urls
+
+    def __len__(self) -> int:
+        return len(self.urls)
+
+    def __iter__(self):
+        crawl = self.store.crawl_id
+        for url in self.urls:
+            try:
+                page = self.store.get_page(url, crawl=crawl)
+            except StoreError as exc:  # the store closed under the emission: the next resume emits the rest
+                logger.warning("re-emission stopped: %s", exc)
+                return
+            if page is not None:
+                yield PageItem(**{name: page[name] for name in FIELDS}, restored=True)
 
 
 class RelevantItemsPipeline:

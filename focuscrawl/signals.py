@@ -13,6 +13,7 @@ request_refused = object()
 robots_fetched = object()
 
 #: The crawl store opened the crawl this run writes into. Args: store (CrawlStore), crawl_id (int),
-#: resumed (bool: a JOBDIR crawl taken up again), to_export (list of PageItem: relevant pages of a
-#: resumed crawl that no durable feed has yet, for the spider to emit first; empty without a feed).
+#: resumed (bool: a JOBDIR crawl taken up again), to_export (PageItems, read from the store as they are
+#: iterated, with len(): the relevant pages of a resumed crawl that no durable feed has yet, for the
+#: spider to emit first; empty without a feed).
 crawl_opened = object()

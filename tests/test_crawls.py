@@ -134,7 +134,7 @@ def _through(crawler, pipes, item):
 
 def test_a_resumed_jobdir_takes_its_crawl_up_and_emits_what_no_feed_has(tmp_path):
     crawler, dedup, store, gate, opened = _pipelines(tmp_path)
-    assert (opened["crawl_id"], opened["resumed"], opened["to_export"]) == (1, False, [])
+    assert (opened["crawl_id"], opened["resumed"], list(opened["to_export"])) == (1, False, [])
     assert json.loads((tmp_path / "job" / CRAWL_RECORD).read_text())["crawl"] == 1
     pipes = (dedup, store, gate)
     _through(crawler, pipes, page("http://a/1"))
@@ -146,9 +146,10 @@ def test_a_resumed_jobdir_takes_its_crawl_up_and_emits_what_no_feed_has(tmp_path
     # resumed: the same JOBDIR
     crawler2, dedup2, store2, gate2, opened2 = _pipelines(tmp_path)
     assert (opened2["crawl_id"], opened2["resumed"]) == (1, True)
-    assert [(p.url, p.restored) for p in opened2["to_export"]] == [("http://a/2", True)]
+    to_export = list(opened2["to_export"])
+    assert len(opened2["to_export"]) == 1 and [(p.url, p.restored) for p in to_export] == [("http://a/2", True)]
     pipes2 = (dedup2, store2, gate2)
-    assert _through(crawler2, pipes2, opened2["to_export"][0]) is not None
+    assert _through(crawler2, pipes2, to_export[0]) is not None
     # a/1 fetched again (in flight at the kill): stored, not exported twice
     assert _through(crawler2, pipes2, page("http://a/1")) is None
     assert crawler2.stats.get_value("focus/items/dropped_exported") == 1
@@ -172,7 +173,7 @@ def test_no_feed_means_nothing_marked_and_nothing_emitted_until_a_run_has_one(tm
     crawler, dedup, store, gate, _ = _pipelines(tmp_path, feeds=False)
     _through(crawler, (dedup, store, gate), page("http://a/1"))
     *_, resumed = _pipelines(tmp_path, feeds=True)  # the same crawl, now with a feed
-    assert [p.url for p in resumed["to_export"]] == ["http://a/1"]
+    assert [(p.url, p.text, p.restored) for p in resumed["to_export"]] == [("http://a/1", BODY, True)]
 
 
 def test_feed_durability_is_read_from_the_feeds(tmp_path):

@@ -81,19 +81,20 @@ class FocusedSpider(scrapy.Spider):
         spider.reward_threshold = spider.model.even_odds_score if reward is None else reward
         spider.link_evidence = config.link_evidence
         spider.sitemap_max_urls = config.sitemap_max_urls
-        spider.to_export = []
+        spider.to_export = ()
         crawler.signals.connect(spider._on_crawl_opened, signal=focus_signals.crawl_opened)
         logger.info("pages scoring %.2f or more are relevant items; the link learner counts %.2f or more "
                     "as found", spider.threshold, spider.reward_threshold)
         return spider
 
     def _on_crawl_opened(self, to_export=(), **kwargs):
-        self.to_export = list(to_export)
+        self.to_export = to_export
 
     async def start(self):
         # a resumed crawl's relevant pages that its killed run stored but no feed has yet
-        while self.to_export:
-            yield self.to_export.pop(0)
+        pending, self.to_export = self.to_export, ()
+        for item in pending:
+            yield item
         for url in self.seeds:
             yield scrapy.Request(url, callback=self.parse, errback=self.fetch_failed, meta=request_meta(LinkMeta(), 0))
 
