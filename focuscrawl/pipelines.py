@@ -126,7 +126,7 @@ class StorePipeline:
         resumed = self._open_crawl()
         crawl_id = self.crawl_id = self.store.crawl_id
         to_export = self._unexported() if resumed else []
-        others = [c["id"] for c in self.store.crawls() if c["id"] != crawl_id]
+        others = [other for other in self.store.crawl_ids() if other != crawl_id]
         logger.info("crawl store: %s, crawl %d (%s)%s", self.path, crawl_id, "resumed" if resumed else "new",
                     f"; it also holds crawl(s) {', '.join(map(str, others))}: scrapy export --crawl ID" if others else "")
         if to_export:
@@ -150,14 +150,15 @@ class StorePipeline:
                 if os.path.abspath(known_store) != os.path.abspath(self.path):
                     logger.warning("JOBDIR %s is crawl %d of the store %s, not of %s: a new crawl begins there",
                                    jobdir, crawl_id, known_store, self.path)
-                elif store.crawl_info(crawl_id) is None:
+                elif crawl_id not in store.crawl_ids():
                     logger.warning("the store %s holds no crawl %d, which JOBDIR %s resumes: a new crawl begins",
                                    self.path, crawl_id, jobdir)
                 else:
                     store.resume_crawl(crawl_id)
                     return True
-        elif jobdir and os.path.exists(os.path.join(jobdir, _JOBDIR_SNAPSHOT)) and store.latest_crawl():
-            store.resume_crawl(store.latest_crawl())  # a JOBDIR crawled before crawl ids: its store's crawl
+        elif jobdir and os.path.exists(os.path.join(jobdir, _JOBDIR_SNAPSHOT)) \
+                and (latest := store.latest_crawl()) is not None:
+            store.resume_crawl(latest)  # a JOBDIR crawled before crawl ids: its store's crawl
             self._remember(record)
             return True
         store.begin_crawl(model=self._model(), settings=self._settings(), jobdir=jobdir)

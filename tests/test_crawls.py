@@ -53,7 +53,7 @@ def test_a_second_crawl_never_overwrites_the_first(tmp_path):
             (1, 2, 1, "models/a.joblib"), (2, 1, 1, "models/b.joblib")]
         assert crawls[0]["settings"] == {"FOCUS_BUDGET": 10} and crawls[0]["end_reason"] == "finished"
         assert crawls[1]["ended_at"] is None  # never ended: running, or killed
-        assert store.latest_crawl() == 2
+        assert store.latest_crawl() == 2 and store.crawl_ids() == [1, 2]
 
 
 def test_a_writer_without_a_crawl_gets_one_and_resume_needs_a_known_crawl(tmp_path):

@@ -76,7 +76,7 @@ class Command(FocusCommand):
                 pages = store.iter_pages(min_score=min_score, relevant_only=not opts.all, unique_only=not opts.all,
                                          crawl=crawl)
                 written = self._write(output, exporter_cls, fields, pages)
-                others = len(store.crawls()) - 1
+                others = len(store.crawl_ids()) - 1
         except StoreError as exc:
             raise CommandError(str(exc)) from None
         held = f" (the store holds {others} other crawl{'s' if others != 1 else ''}: --crawls)" if others else ""
@@ -103,9 +103,10 @@ class Command(FocusCommand):
             if latest is None:
                 raise CommandError(f"the crawl store {path} holds no crawl")
             return latest
-        if store.crawl_info(wanted) is None:
-            known = ", ".join(str(c["id"]) for c in store.crawls()) or "none"
-            raise CommandError(f"the crawl store {path} holds no crawl {wanted} (its crawls: {known})")
+        known = store.crawl_ids()
+        if wanted not in known:
+            raise CommandError(f"the crawl store {path} holds no crawl {wanted} "
+                               f"(its crawls: {', '.join(map(str, known)) or 'none'})")
         return wanted
 
     def _list_crawls(self, path: str) -> None:

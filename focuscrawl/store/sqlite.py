@@ -38,6 +38,7 @@ import os
 import sqlite3
 import zlib
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
 
@@ -76,7 +77,7 @@ _COLUMNS = {f.name: _column_type(f.type) for f in _STORED}
 _LINKS_SCHEMA = "CREATE TABLE links (page INTEGER PRIMARY KEY, n INTEGER NOT NULL, data BLOB NOT NULL)"
 _CRAWLS_SCHEMA = ("CREATE TABLE crawls (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL, "
                   "resumed_at TEXT, ended_at TEXT, end_reason TEXT, model TEXT, settings TEXT, jobdir TEXT)")
-#: the columns a crawl is described by (``crawls()``, ``crawl_info()``)
+#: the columns a crawl is described by (``crawls()``)
 CRAWL_FIELDS = ("id", "started_at", "resumed_at", "ended_at", "end_reason", "model", "settings", "jobdir")
 
 
@@ -155,6 +156,11 @@ def _unpack_links(data: bytes) -> list[tuple[str, str, str]]:
         logger.warning("a damaged row of links skipped (%s)", type(exc).__name__ if isinstance(exc, RecursionError)
                        else exc)
         return []
+
+
+def _links_of(crawl: int | None) -> tuple[str, tuple]:
+    """The WHERE clause (on ``pages p``) and parameters that keep one crawl's links; none for every crawl."""
+    return (" WHERE p.crawl = ?", (int(crawl),)) if crawl is not None else ("", ())
 
 
 class CrawlStore:
@@ -300,32 +306,37 @@ class CrawlStore:
             self._conn.close()
             self._conn = None
 
+    @contextmanager
+    def _failing(self, doing: str) -> Iterator[None]:
+        """A SQLite error inside becomes a StoreError saying what could not be done ("read",
+        "write to", "commit to") to which store."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot {doing} the crawl store {self.path} ({exc})") from exc
+
     # --- crawls ------------------------------------------------------------------------------
 
     def begin_crawl(self, *, model: str | None = None, settings: Mapping[str, Any] | None = None,
                     jobdir: str | None = None) -> int:
         """Begin a new crawl and return its id: the pages added from now on are its pages."""
-        try:
+        with self._failing("write to"):
             with self._db:
                 cursor = self._db.execute(
                     "INSERT INTO crawls (started_at, model, settings, jobdir) VALUES (?, ?, ?, ?)",
                     (_now(), model, json.dumps(dict(settings or {}), sort_keys=True, default=str), jobdir))
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot write to the crawl store {self.path} ({exc})") from exc
         self.crawl_id = int(cursor.lastrowid)
         return self.crawl_id
 
     def resume_crawl(self, crawl_id: int) -> None:
         """Take crawl ``crawl_id`` up again (a resumed JOBDIR): its pages and their exported marks
         stay, new pages join them. A crawl the store does not hold is a StoreError."""
-        if self.crawl_info(crawl_id) is None:
+        if crawl_id not in self.crawl_ids():
             raise StoreError(f"{self.path} holds no crawl {crawl_id}")
-        try:
+        with self._failing("write to"):
             with self._db:
                 self._db.execute("UPDATE crawls SET resumed_at = ?, ended_at = NULL, end_reason = NULL WHERE id = ?",
                                  (_now(), crawl_id))
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot write to the crawl store {self.path} ({exc})") from exc
         self.crawl_id = int(crawl_id)
 
     def end_crawl(self, reason: str | None = None) -> None:
@@ -333,12 +344,10 @@ class CrawlStore:
         if self.crawl_id is None:
             return
         self.flush()
-        try:
+        with self._failing("write to"):
             with self._db:
                 self._db.execute("UPDATE crawls SET ended_at = ?, end_reason = ? WHERE id = ?",
                                  (_now(), reason, self.crawl_id))
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot write to the crawl store {self.path} ({exc})") from exc
 
     def crawls(self) -> list[dict[str, Any]]:
         """Every crawl, oldest first: its CRAWL_FIELDS (``settings`` decoded), ``pages`` and
@@ -346,10 +355,8 @@ class CrawlStore:
         sql = (f"SELECT {', '.join('c.' + f for f in CRAWL_FIELDS)}, COUNT(p.id), "
                "COALESCE(SUM(p.relevant = 1 AND p.duplicate_of IS NULL), 0) "
                "FROM crawls c LEFT JOIN pages p ON p.crawl = c.id GROUP BY c.id ORDER BY c.id")
-        try:
+        with self._failing("read"):
             rows = self._db.execute(sql).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
         crawls = []
         for row in rows:
             crawl = dict(zip((*CRAWL_FIELDS, "pages", "relevant"), row))
@@ -360,16 +367,16 @@ class CrawlStore:
             crawls.append(crawl)
         return crawls
 
-    def crawl_info(self, crawl_id: int) -> dict[str, Any] | None:
-        """One crawl as ``crawls()`` describes it, or None."""
-        return next((c for c in self.crawls() if c["id"] == crawl_id), None)
+    def crawl_ids(self) -> list[int]:
+        """The ids of the store's crawls, oldest first: what a check or a listing of ids needs,
+        without the page counts of ``crawls()`` (a pass over every page)."""
+        with self._failing("read"):
+            return [row[0] for row in self._db.execute("SELECT id FROM crawls ORDER BY id")]
 
     def latest_crawl(self) -> int | None:
         """The id of the crawl begun last (None in a store without crawls)."""
-        try:
+        with self._failing("read"):
             return self._db.execute("SELECT MAX(id) FROM crawls").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
 
     # --- writing ------------------------------------------------------------------------------
 
@@ -394,7 +401,7 @@ class CrawlStore:
         marks = ", ".join("?" * len(FIELDS))
         if self.crawl_id is None:
             self.begin_crawl()
-        try:
+        with self._failing("write to"):
             if not self._links_table:
                 self._add_links_table()
             db = self._db
@@ -408,8 +415,6 @@ class CrawlStore:
             if links:
                 db.execute("INSERT INTO links (page, n, data) VALUES (?, ?, ?)",
                            (page_id, len(links), _pack_links(links)))
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot write to the crawl store {self.path} ({exc})") from exc
         self._pending += 1
         if self._pending >= self.commit_every:
             self.flush()
@@ -420,21 +425,17 @@ class CrawlStore:
         so a resumed crawl never emits them again."""
         if self.crawl_id is None or not urls:
             return
-        try:
+        with self._failing("write to"):
             self._db.executemany("UPDATE pages SET exported = 1 WHERE crawl = ? AND url = ?",
                                  [(self.crawl_id, url) for url in urls])
             self._db.commit()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot write to the crawl store {self.path} ({exc})") from exc
         self._pending = 0
 
     def flush(self) -> None:
         """Commit the pages added since the last commit."""
         if self._pending:
-            try:
+            with self._failing("commit to"):
                 self._db.commit()
-            except sqlite3.DatabaseError as exc:
-                raise StoreError(f"cannot commit to the crawl store {self.path} ({exc})") from exc
             self._pending = 0
 
     def close(self) -> None:
@@ -484,31 +485,25 @@ class CrawlStore:
         keeps one crawl's pages (None: every crawl's); ``exported`` keeps the pages a durable feed
         has (True) or has not (False)."""
         where, params = self._where(min_score, relevant_only, unique_only, crawl, exported)
-        try:
+        with self._failing("read"):
             cursor = self._db.execute(f"SELECT {', '.join(FIELDS)} FROM pages{where} ORDER BY id", params)
             while rows := cursor.fetchmany(500):
                 for row in rows:
                     yield self._decode(row)
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
 
     def count(self, min_score: float | None = None, relevant_only: bool = False, unique_only: bool = False,
               crawl: int | None = None, exported: bool | None = None) -> int:
         """How many pages iter_pages() with the same filters would yield."""
         where, params = self._where(min_score, relevant_only, unique_only, crawl, exported)
-        try:
+        with self._failing("read"):
             return self._db.execute(f"SELECT COUNT(*) FROM pages{where}", params).fetchone()[0]
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
 
     def get_page(self, url: str, crawl: int | None = None) -> dict[str, Any] | None:
         """The stored page requested as ``url`` in ``crawl`` (None: its latest fetch in any crawl), or None."""
         where, params = ("url = ? AND crawl = ?", (url, int(crawl))) if crawl is not None else ("url = ?", (url,))
-        try:
+        with self._failing("read"):
             row = self._db.execute(f"SELECT {', '.join(FIELDS)} FROM pages WHERE {where} ORDER BY id DESC LIMIT 1",
                                    params).fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
         return None if row is None else self._decode(row)
 
     def iter_links(self, crawl: int | None = None) -> Iterator[dict[str, Any]]:
@@ -518,8 +513,8 @@ class CrawlStore:
         (see ``has_links``)."""
         if not self._links_table:
             return
-        where, params = (" WHERE p.crawl = ?", (int(crawl),)) if crawl is not None else ("", ())
-        try:
+        where, params = _links_of(crawl)
+        with self._failing("read"):
             cursor = self._db.execute(
                 f"SELECT p.url, p.final_url, l.data FROM links l JOIN pages p ON p.id = l.page{where} ORDER BY l.page",
                 params)
@@ -528,19 +523,15 @@ class CrawlStore:
                     for url, anchor, context in _unpack_links(data):
                         yield {"from_url": from_url, "from_final_url": from_final, "url": url, "anchor": anchor,
                                "context": context}
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
 
     def count_links(self, crawl: int | None = None) -> int:
         """How many links iter_links() would yield."""
         if not self._links_table:
             return 0
-        where, params = (" WHERE p.crawl = ?", (int(crawl),)) if crawl is not None else ("", ())
-        try:
+        where, params = _links_of(crawl)
+        with self._failing("read"):
             sql = f"SELECT COALESCE(SUM(l.n), 0) FROM links l JOIN pages p ON p.id = l.page{where}"
             return self._db.execute(sql, params).fetchone()[0]
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
 
     @staticmethod
     def _decode(row: tuple[Any, ...]) -> dict[str, Any]:
@@ -556,10 +547,8 @@ class CrawlStore:
 
     def meta(self) -> dict[str, str]:
         """The store's meta table (schema name and version, created_at)."""
-        try:
+        with self._failing("read"):
             return dict(self._db.execute("SELECT key, value FROM meta"))
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read the crawl store {self.path} ({exc})") from exc
 
 
 __all__ = ["CRAWL_FIELDS", "FIELDS", "MAX_LINKS_PER_PAGE", "SCHEMA_VERSION", "CrawlStore", "StoreError",
