@@ -65,6 +65,12 @@ _RELEASE_META = frozenset({M.ALIAS_OF, M.HOST, M.PRIORITY, M.EXPLAIN, M.GOT_RESP
                            "download_latency", "download_timeout", "_scheme_proxy", "proxy"})
 
 
+def _spelled_as_given(meta) -> bool:
+    """A redirect's target (where the server says the page is) and the fallback of a failed
+    re-spelling are fetched as they are spelled."""
+    return bool(meta.get("redirect_times") or meta.get(M.AS_LINKED))
+
+
 def _respelled(request: Request, url: str) -> Request:
     """``request`` for ``url``, remembering the spelling the link gave (fetched instead if ``url`` fails)."""
     return request.replace(url=url, meta={**request.meta, M.ALIAS_OF: request.url})
@@ -258,12 +264,10 @@ class FocusScheduler:
         its host's learned rules give (a redirect's target is where the server says the page is:
         never re-spelled, so a rule can never send the crawl round a redirect)."""
         meta = request.meta
-        if meta.get("redirect_times"):
-            previous = meta.get("redirect_urls") or ()
-            if previous:
-                self.aliases.redirected(canonicalize(previous[-1]), canonical)
-            return request, canonical
-        if meta.get(M.AS_LINKED):
+        previous = meta.get("redirect_urls") or ()
+        if meta.get("redirect_times") and previous:
+            self.aliases.redirected(canonicalize(previous[-1]), canonical)
+        if _spelled_as_given(meta):
             return request, canonical
         alias = self.aliases.canonical(canonical)
         if alias == canonical:
@@ -366,19 +370,15 @@ class FocusScheduler:
         becomes seen when the request is released, not here: an entry held back (patience, a
         host's wait) goes back to its queue as it was popped, and is re-spelled again."""
         request = entry.payload
-        if request.meta.get("redirect_times") or request.meta.get(M.AS_LINKED):
+        if _spelled_as_given(request.meta):
             return entry
         alias = self.aliases.canonical(entry.url)
-        if self.aliases.fetched_as_another(alias):
+        if self.aliases.fetched_as_another(alias) or (alias != entry.url and alias in self.admission.seen):
             self.stats.inc_value("focus/aliases/dropped")
             self.frontier.release(host, now)
             return None
         if alias == entry.url:
             return entry
-        if alias in self.admission.seen:
-            self.stats.inc_value("focus/aliases/dropped")
-            self.frontier.release(host, now)
-            return None
         self.stats.inc_value("focus/aliases/respelled")
         moved = Entry(entry.priority, alias, _respelled(request, alias), entry.features, entry.version)
         if host_key(alias) != host:
