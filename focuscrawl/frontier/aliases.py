@@ -72,8 +72,11 @@ class HostAliases:
         # (scheme, bare netloc, path, query) -> (netloc, digest); insertion-ordered, bounded
         self._dirs: dict[tuple[str, str], tuple[str, str]] = {}
         self._pages: dict[tuple[str, str, str, str], tuple[str, str]] = {}
-        self.version = 0  # bumped whenever a rule starts to hold
-        self._rules: tuple[frozenset, dict[str, frozenset], dict[str, str]] = (frozenset(), {}, {})
+        self.version = 0  # bumped whenever a rule starts or stops holding
+        # the rules that hold: slash hosts, index names per host, preferred name per bare host
+        self._slash: set[str] = set()
+        self._index: dict[str, frozenset[str]] = {}
+        self._www: dict[str, str] = {}
 
     # --- evidence -------------------------------------------------------------------------------
     def redirected(self, source: str, target: str) -> None:
@@ -84,11 +87,13 @@ class HostAliases:
         if a.netloc == b.netloc:
             if b.path == a.path + "/" and a.path and "." not in _last_segment(a.path):
                 self.slash_for[a.netloc] += 1
+                self._update_slash(a.netloc)
             elif INDEX_NAME.match(_last_segment(a.path)) and b.path == a.path[: -len(_last_segment(a.path))]:
                 self._vote(self.index_votes, a.netloc, _last_segment(a.path).lower())
+                self._update_index(a.netloc)
         elif _bare(a.netloc) == _bare(b.netloc) and a.path == b.path:
             self._vote(self.www_votes, _bare(a.netloc), b.netloc)
-        self._update()
+            self._update_www(_bare(a.netloc))
 
     def fetched(self, url: str, digest: str, redirected: bool = False) -> None:
         """A page answered 200 at ``url`` (canonical) with content hash ``digest``; ``redirected``:
@@ -100,6 +105,7 @@ class HostAliases:
         last = _last_segment(path)
         if not redirected and not parts.query and last and "." not in last:
             self.slash_against[netloc] += 1
+            self._update_slash(netloc)
         if not parts.query:
             name = last if INDEX_NAME.match(last) else ""
             if name or path.endswith("/"):
@@ -109,13 +115,14 @@ class HostAliases:
                     self._remember(self._dirs, key, (digest, name))
                 elif other[0] == digest and other[1] != name:
                     self._vote(self.index_votes, netloc, (name or other[1]).lower())
+                    self._update_index(netloc)
         key = (parts.scheme, _bare(netloc), path, parts.query)
         first = self._pages.get(key)
         if first is None:
             self._remember(self._pages, key, (netloc, digest))
         elif first[0] != netloc and first[1] == digest:
             self._vote(self.www_votes, _bare(netloc), first[0])
-        self._update()
+            self._update_www(_bare(netloc))
 
     def mistaken(self, original: str, respelled: str) -> None:
         """``respelled`` (what ``canonical`` made of ``original``) failed: evidence against its rule."""
@@ -124,11 +131,13 @@ class HostAliases:
             return
         if a.netloc != b.netloc:
             self.mistakes[("www", _bare(a.netloc), b.netloc)] += 1
+            self._update_www(_bare(a.netloc))
         elif b.path == a.path + "/":
             self.mistakes[("slash", a.netloc, "")] += 1
+            self._update_slash(a.netloc)
         else:
             self.mistakes[("index", a.netloc, _last_segment(a.path).lower())] += 1
-        self._update()
+            self._update_index(a.netloc)
 
     def _remember(self, table: dict, key, value) -> None:
         table[key] = value
@@ -139,24 +148,38 @@ class HostAliases:
     def _vote(votes: dict[str, Counter[str]], key: str, choice: str) -> None:
         votes.setdefault(key, Counter())[choice] += 1
 
-    def _update(self) -> None:
-        need, mistakes = self.min_evidence, self.mistakes
-        slash = frozenset(h for h, n in self.slash_for.items()
-                          if n >= need and n > SLASH_COUNTER_WEIGHT * (self.slash_against[h]
-                                                                        + MISTAKE_WEIGHT * mistakes[("slash", h, "")]))
-        index = {h: frozenset(name for name, n in names.items()
-                              if n - MISTAKE_WEIGHT * mistakes[("index", h, name)] >= need)
-                 for h, names in self.index_votes.items()}
-        index = {h: names for h, names in index.items() if names}
-        www = {}
-        for bare, choices in self.www_votes.items():
-            (preferred, n), *rest = choices.most_common()
-            n -= MISTAKE_WEIGHT * mistakes[("www", bare, preferred)]
-            if n >= need and (not rest or n > 2 * rest[0][1]):
-                www[bare] = preferred
-        rules = (slash, index, www)
-        if rules != self._rules:
-            self._rules = rules
+    # Each piece of evidence re-judges the one rule of the one host it is about: a crawl sees a
+    # page a few milliseconds, and re-judging every host's rules for each would cost O(hosts).
+    def _update_slash(self, host: str) -> None:
+        n = self.slash_for[host]
+        holds = n >= self.min_evidence and n > SLASH_COUNTER_WEIGHT * (
+            self.slash_against[host] + MISTAKE_WEIGHT * self.mistakes[("slash", host, "")])
+        if holds != (host in self._slash):
+            (self._slash.add if holds else self._slash.discard)(host)
+            self.version += 1
+
+    def _update_index(self, host: str) -> None:
+        names = frozenset(name for name, n in self.index_votes.get(host, {}).items()
+                          if n - MISTAKE_WEIGHT * self.mistakes[("index", host, name)] >= self.min_evidence)
+        if names != self._index.get(host, frozenset()):
+            if names:
+                self._index[host] = names
+            else:
+                del self._index[host]
+            self.version += 1
+
+    def _update_www(self, bare: str) -> None:
+        preferred = None
+        if self.www_votes.get(bare):
+            (choice, n), *rest = self.www_votes[bare].most_common()
+            n -= MISTAKE_WEIGHT * self.mistakes[("www", bare, choice)]
+            if n >= self.min_evidence and (not rest or n > 2 * rest[0][1]):
+                preferred = choice
+        if preferred != self._www.get(bare):
+            if preferred is None:
+                del self._www[bare]
+            else:
+                self._www[bare] = preferred
             self.version += 1
 
     def adopt(self, other: HostAliases) -> None:
@@ -173,7 +196,7 @@ class HostAliases:
         parts = _split(url) if self.version else None
         if parts is None:
             return url
-        slash, index, www = self._rules
+        slash, index, www = self._slash, self._index, self._www
         netloc, path = parts.netloc, parts.path or "/"
         preferred = www.get(_bare(netloc))
         if preferred is not None:
@@ -195,7 +218,7 @@ class HostAliases:
         parts = _split(url) if self.version else None
         if parts is None:
             return False
-        _, index, www = self._rules
+        index, www = self._index, self._www
         netloc, path = parts.netloc, parts.path or "/"
         if path.endswith("/") and not parts.query:
             before = self._dirs.get((netloc, path))
@@ -211,7 +234,7 @@ class HostAliases:
     def rules(self) -> dict[str, object]:
         """The rules that hold, for logs and stats: hosts with the slash rule, index names per
         host, preferred names of www/bare host pairs."""
-        slash, index, www = self._rules
+        slash, index, www = self._slash, self._index, self._www
         return {"slash": sorted(slash), "index": {h: sorted(n) for h, n in sorted(index.items())},
                 "www": dict(sorted(www.items()))}
 
