@@ -84,7 +84,7 @@ def test_an_lsh_bucket_hit_below_the_threshold_is_not_a_duplicate():
     index = NearDuplicateIndex(threshold=0.9)
     index.find_or_add("http://a/original", ORIGINAL)
     # The bucket hit happens (MinHash is deterministic) ...
-    assert "http://a/original" in index._lsh.query(index.minhash(word_shingles(rewritten, 5)))
+    assert "http://a/original" in index.candidates(index.minhash(word_shingles(rewritten, 5)))
     # ... but the verified similarity is below 0.9.
     assert index.find_or_add("http://a/rewritten", rewritten) is None
     # At a lower threshold the same pair is a duplicate.

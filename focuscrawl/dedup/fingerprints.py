@@ -4,18 +4,19 @@ Pages that differ only in a date line, a counter or a boilerplate edit are the s
 reader, so they should not be exported twice. The exact hash catches byte-for-byte copies (after
 case and whitespace normalisation) cheaply; MinHash over word shingles catches the rest.
 
-Both indexes keep everything in memory (one MinHash of ``num_perm`` integers per unique page, plus
-the LSH buckets). That is fine for crawls of a few hundred thousand pages; bounding it (a
-disk-backed LSH storage, or forgetting old pages) is a later concern.
+Both indexes keep everything in memory: a content hash a page for the exact one; for the near one,
+a signature of ``num_perm`` 32-bit values and its LSH band keys (``bands.BandIndex``, ~1.4 KB a
+page at 128 permutations: 1.4 GB for a million unique pages).
 """
 
 from __future__ import annotations
 
 import hashlib
 
-from datasketch import MinHash, MinHashLSH
+from datasketch import MinHash
 
 from focuscrawl.config import DEFAULTS
+from focuscrawl.dedup.bands import BandIndex
 
 #: How likely a pair exactly at the threshold must be to share an LSH bucket. Candidates are
 #: verified against the threshold afterwards, so extra candidates cost little and missed ones
@@ -75,7 +76,8 @@ class ExactDuplicateIndex:
 
 
 class NearDuplicateIndex:
-    """Near-duplicate detection with MinHash over word shingles and an LSH index (datasketch).
+    """Near-duplicate detection with MinHash over word shingles (datasketch) and an LSH index of
+    their bands (``BandIndex``).
 
     ``find_or_add(key, text)`` returns the key of an earlier page whose estimated Jaccard
     similarity is at least ``threshold`` (the LSH bucket hit alone is not enough), or adds the
@@ -95,16 +97,16 @@ class NearDuplicateIndex:
         self.threshold = threshold
         self.num_perm = num_perm
         self.shingle_size = shingle_size
-        self._lsh = MinHashLSH(num_perm=num_perm, params=band_params(threshold, num_perm))
         # MinHash() draws its permutations from a seeded generator every time (as long as hashing a
         # page's shingles): every signature takes the same ones from here instead
         self._template = MinHash(num_perm=num_perm)
-        self._minhashes: dict[str, MinHash] = {}
-        self._order: dict[str, int] = {}  # key -> insertion number, to prefer the earliest match
+        self._bands = BandIndex(num_perm, *band_params(threshold, num_perm))
+        self._rows: dict[str, int] = {}  # key -> its signature's row; rows are numbered in insertion order
+        self._keys: list[str] = []  # row -> key
         self._short = ExactDuplicateIndex()
 
     def __len__(self) -> int:
-        return len(self._minhashes) + len(self._short)
+        return len(self._bands) + len(self._short)
 
     def minhash(self, shingles: set[str]) -> MinHash:
         m = MinHash(num_perm=self.num_perm, permutations=self._template.permutations, scheme=self._template.scheme)
@@ -113,27 +115,31 @@ class NearDuplicateIndex:
             m.update_batch(encoded[start : start + MINHASH_CHUNK])
         return m
 
+    def candidates(self, m: MinHash) -> set[str]:
+        """Keys of the stored pages sharing an LSH band with this signature (not yet verified)."""
+        return {self._keys[row] for row in self._bands.candidates(m.hashvalues)}
+
     def find_or_add(self, key: str, text: str) -> str | None:
         shingles = word_shingles(text, self.shingle_size)
         if not shingles:
             return self._short.find_or_add(key, content_hash(text))
-        m = self.minhash(shingles)
-        best: tuple[float, int, str] | None = None
-        for candidate in self._lsh.query(m):
-            if candidate == key:
-                continue
-            similarity = m.jaccard(self._minhashes[candidate])
-            if similarity >= self.threshold:
-                rank = (-similarity, self._order[candidate], candidate)
-                best = rank if best is None or rank < best else best
-        if best is not None:
-            return best[2]
-        if key in self._minhashes:  # a re-fetch with changed content replaces the old signature
-            self._lsh.remove(key)
+        return self.find_or_add_minhash(key, self.minhash(shingles))
+
+    def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
+        """``find_or_add`` for a page whose signature is already made."""
+        own = self._rows.get(key)
+        rows = sorted(row for row in self._bands.candidates(m.hashvalues) if row != own)
+        if rows:
+            similarities = self._bands.similarities(m.hashvalues, rows)
+            # the most similar, the earliest of equals
+            best = max(range(len(rows)), key=lambda i: (similarities[i], -rows[i]))
+            if similarities[best] >= self.threshold:
+                return self._keys[rows[best]]
+        if own is not None:  # a re-fetch with changed content replaces the old signature
+            self._bands.replace(own, m.hashvalues)
         else:
-            self._order[key] = len(self._order)
-        self._lsh.insert(key, m)
-        self._minhashes[key] = m
+            self._rows[key] = self._bands.add(m.hashvalues)
+            self._keys.append(key)
         return None
 
 

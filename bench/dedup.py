@@ -1,0 +1,101 @@
+"""Memory and time of the near-duplicate index a page, against datasketch's in-memory MinHashLSH.
+
+    python bench/dedup.py [--pages 10000] [--seed 0] [--threshold 0.9]
+
+Both index the same MinHash signatures (128 permutations, the bands ``band_params`` picks) of pages
+written like the soak web's (one vocabulary, a third of the pages near copies of another) under
+URL keys, with the same duplicate check: query the bands, verify the similarity, keep the page if
+it is new. The baseline is the index focuscrawl used before ``BandIndex``: datasketch's MinHashLSH
+plus each kept page's MinHash object. Bytes a page are the Python allocations tracemalloc sees
+(numpy's included) while the index is built and kept; both run in the same invocation, so their
+ratio holds on a noisy machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from datasketch import MinHash, MinHashLSH  # noqa: E402
+
+from focuscrawl.dedup import NearDuplicateIndex  # noqa: E402
+from focuscrawl.dedup.fingerprints import band_params, word_shingles  # noqa: E402
+
+
+def pages(count: int, seed: int) -> list[tuple[str, str]]:
+    rng = random.Random(seed)
+    vocabulary = [f"word{i}" for i in range(20000)]
+    texts: list[str] = []
+    out = []
+    for i in range(count):
+        if texts and rng.random() < 1 / 3:
+            words = rng.choice(texts).split()
+            for _ in range(rng.randrange(1, 6)):
+                words[rng.randrange(len(words))] = rng.choice(vocabulary)
+            text = " ".join(words)
+        else:
+            text = " ".join(rng.choice(vocabulary) for _ in range(rng.randrange(150, 600)))
+        texts.append(text)
+        out.append((f"http://host{rng.randrange(1000)}.example/path/{i}/page-{rng.randrange(10**6)}.html", text))
+    return out
+
+
+class DatasketchIndex:
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+        self.lsh = MinHashLSH(num_perm=128, params=band_params(threshold, 128))
+        self.kept: dict[str, MinHash] = {}
+
+    def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
+        for candidate in self.lsh.query(m):
+            if candidate != key and m.jaccard(self.kept[candidate]) >= self.threshold:
+                return candidate
+        self.lsh.insert(key, m)
+        self.kept[key] = m
+        return None
+
+
+def measure(index, signed: list[tuple[str, MinHash]]) -> tuple[int, float, int]:
+    """(bytes allocated and kept, seconds, duplicates found) for indexing ``signed``."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    t0 = time.perf_counter()
+    # a fresh key string and a fresh signature a page, as a crawl hands them over
+    duplicates = sum(index.find_or_add_minhash("".join(key), m.copy()) is not None for key, m in signed)
+    seconds = time.perf_counter() - t0
+    used = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return used, seconds, duplicates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pages", type=int, default=10000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threshold", type=float, default=0.9)
+    args = parser.parse_args()
+    maker = NearDuplicateIndex(threshold=args.threshold)
+    signed = [(key, maker.minhash(word_shingles(text, maker.shingle_size))) for key, text in pages(args.pages, args.seed)]
+    print(f"{args.pages} pages, 128 permutations, threshold {args.threshold}, "
+          f"(bands, rows) {band_params(args.threshold, 128)}\n")
+    print("| index | bytes a page | µs a page | duplicates |\n|---|---:|---:|---:|")
+    results = {}
+    for name, index in (("datasketch MinHashLSH + MinHash objects", DatasketchIndex(args.threshold)),
+                        ("BandIndex (focuscrawl)", NearDuplicateIndex(threshold=args.threshold))):
+        used, seconds, duplicates = results[name] = measure(index, signed)
+        print(f"| {name} | {used / args.pages:,.0f} | {1e6 * seconds / args.pages:,.0f} | {duplicates} |")
+        del index
+    (base, base_s, _), (ours, ours_s, _) = results.values()
+    print(f"\nratio BandIndex / datasketch: memory {ours / base:.2f}, time {ours_s / base_s:.2f}")
+
+
+if __name__ == "__main__":
+    main()
