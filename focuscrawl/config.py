@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 # the one Scrapy import: its list of non-HTML extensions, the default of FOCUS_DENY_EXTENSIONS
 from scrapy.linkextractors import IGNORED_EXTENSIONS
@@ -116,6 +118,31 @@ def _text(name: str, raw: Any) -> str:
     return raw
 
 
+def _redis_url(name: str, raw: Any) -> str:
+    """A ``redis://`` (or ``rediss://``, ``unix://``) URL; its server is reached only when the crawl starts."""
+    text = _text(name, raw).strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("redis", "rediss", "unix") or not (parts.hostname or parts.path):
+        raise ConfigError(f"{name} must be a redis://HOST:PORT/DB URL, not {raw!r}")
+    try:
+        parts.port  # noqa: B018 - raises on a port out of range
+        database = parts.path.strip("/") if parts.scheme != "unix" else "0"
+        if database and int(database) < 0:
+            raise ValueError
+    except ValueError:
+        raise ConfigError(f"{name} must be a redis://HOST:PORT/DB URL (a port and a database number), "
+                          f"not {raw!r}") from None
+    return text
+
+
+def _crawl_id(name: str, raw: Any) -> str:
+    """A name for Redis keys: letters, digits, '.', '_' and '-' (no ':' or braces, which structure keys)."""
+    text = _text(name, raw).strip()
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", text):
+        raise ConfigError(f"{name} must be 1-64 letters, digits, '.', '_' or '-', not {raw!r}")
+    return text
+
+
 #: FOCUS_STRATEGY's choices (focuscrawl/learning/strategies.py implements them)
 STRATEGIES = ("learned", "bestfirst", "shark", "bfs")
 
@@ -168,6 +195,17 @@ class FocusConfig:
     frontier_capacity: int = setting(
         "FOCUS_FRONTIER_CAPACITY", 1_000_000, _number(int, 1),
         "URLs the frontier holds; past it the lowest-priority are pruned (spilled with JOBDIR).")
+    frontier_url: str | None = setting(
+        "FOCUS_FRONTIER_URL", None, _optional(_redis_url),
+        "redis://HOST:PORT/DB of a frontier shared by several crawler processes (focuscrawl/distributed): "
+        "each started with it joins one crawl. None: the frontier lives in this process.")
+    crawl_id: str = setting(
+        "FOCUS_CRAWL_ID", "focus", _crawl_id,
+        "The shared crawl's name: its Redis keys start with it, so several crawls share one Redis.")
+    worker_timeout: float = setting(
+        "FOCUS_WORKER_TIMEOUT", 30.0, _number(float, 1.0),
+        "Seconds a worker of a shared crawl may go silent before it is taken for dead: its hosts are "
+        "handed to others and its pages not done are queued again (it heartbeats 6 times as often).")
     frontier_pack: bool = setting(
         "FOCUS_FRONTIER_PACK", True, _bool,
         "Keep queued URLs packed as bytes (a few hundred bytes each, deflated in deep hosts) "

@@ -46,14 +46,25 @@ class DuplicatesPipeline:
 
     Exact duplicates by content hash first (cheap), then near-duplicates by MinHash LSH with
     FOCUS_NEAR_DUP_THRESHOLD, FOCUS_MINHASH_PERMUTATIONS and FOCUS_SHINGLE_SIZE. Pages without
-    text (errors, non-HTML) are never duplicates. The indexes live in memory for one crawl.
+    text (errors, non-HTML) are never duplicates. The indexes live in memory for one crawl, or in
+    Redis for a crawl shared by several workers (FOCUS_FRONTIER_URL).
     """
 
     def __init__(self, stats, config: FocusConfig = DEFAULTS) -> None:
         self.stats = stats
-        self.exact = ExactDuplicateIndex()
-        self.near = NearDuplicateIndex(threshold=config.near_dup_threshold, num_perm=config.minhash_permutations,
-                                       shingle_size=config.shingle_size)
+        parameters = {"threshold": config.near_dup_threshold, "num_perm": config.minhash_permutations,
+                      "shingle_size": config.shingle_size}
+        if config.frontier_url:
+            # one crawl over several workers: a page is a duplicate of what any of them kept
+            from focuscrawl.distributed.connection import Keys, connect
+            from focuscrawl.distributed.dedup import RedisExactIndex, RedisNearIndex
+
+            client, keys = connect(config.frontier_url), Keys(config.crawl_id)
+            self.exact = RedisExactIndex(client, keys)
+            self.near = RedisNearIndex(client, keys, **parameters)
+        else:
+            self.exact = ExactDuplicateIndex()
+            self.near = NearDuplicateIndex(**parameters)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -63,8 +74,9 @@ class DuplicatesPipeline:
 
     def _on_crawl_opened(self, store, crawl_id, resumed, to_export=(), **kwargs):
         """A resumed crawl's pages are judged against the pages it stored before the kill, in the
-        order it fetched them, as if it had never stopped."""
-        if not resumed:
+        order it fetched them, as if it had never stopped (a shared crawl's indexes are in Redis,
+        where they survived)."""
+        if not resumed or not isinstance(self.exact, ExactDuplicateIndex):
             return
         pages = 0
         for page in store.iter_pages(crawl=crawl_id):

@@ -35,6 +35,8 @@ from scrapy.exceptions import NotConfigured
 from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import ConfigError, FocusConfig
+from focuscrawl.distributed.connection import RedisUnavailable
+from focuscrawl.distributed.crawl import SharedCrawl
 from focuscrawl.frontier import Entry, Frontier
 from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
 from focuscrawl.frontier.aliases import HostAliases
@@ -79,7 +81,8 @@ def _respelled(request: Request, url: str) -> Request:
 class FocusScheduler:
     def __init__(self, crawler, config: FocusConfig, *, frontier: Frontier, admission: Admission, gate: HostGate,
                  learner: LinkRewardLearner, serializer: RequestSerializer, downloader: DownloaderAdapter,
-                 persistence: Persistence | None = None, strategy=None, aliases: HostAliases | None = None):
+                 persistence: Persistence | None = None, strategy=None, aliases: HostAliases | None = None,
+                 shared: SharedCrawl | None = None):
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
@@ -90,6 +93,8 @@ class FocusScheduler:
         self.serializer = serializer
         self.downloader = downloader
         self.persistence = persistence
+        # this process's part in a crawl shared on Redis (FOCUS_FRONTIER_URL); None: a crawl of its own
+        self.shared = shared
         # the spellings each host serves one page at, learned from redirects and content hashes
         self.aliases = aliases
         # what sets the priorities (FOCUS_STRATEGY): by default the learner
@@ -120,7 +125,17 @@ class FocusScheduler:
         # packed entries: a few hundred bytes a queued URL instead of a live Request and vector
         codec = (RequestCodec(serializer.to_dict, serializer.from_dict, lambda r: link_parent(r.meta))
                  if config.frontier_pack else None)
-        frontier = Frontier(capacity=config.frontier_capacity, codec=codec, deflate_from=FRONTIER_DEFLATE_FROM)
+        shared = None
+        if config.frontier_url:
+            # a record in Redis must hold its request: entries are always packed
+            codec = codec or RequestCodec(serializer.to_dict, serializer.from_dict, lambda r: link_parent(r.meta))
+            try:
+                shared = SharedCrawl.from_config(config, codec=codec, serializer=serializer)
+            except RedisUnavailable as exc:
+                raise NotConfigured(f"focuscrawl scheduler: {exc}") from exc
+            frontier = shared.frontier
+        else:
+            frontier = Frontier(capacity=config.frontier_capacity, codec=codec, deflate_from=FRONTIER_DEFLATE_FROM)
         delays = DelayPolicy(
             minimum=config.download_delay, adaptive_factor=config.adaptive_delay_factor,
             backoff_base=config.backoff_base, backoff_max=config.backoff_max,
@@ -129,14 +144,20 @@ class FocusScheduler:
                         robots_cache=config.robots_cache_seconds, robots_retry=config.robots_error_retry_seconds,
                         per_ip=PerIpLimit() if config.politeness_per_ip else None)
         admission = Admission.from_config(config, gate.robots)
+        if shared is not None:
+            admission.seen = shared.seen
         learner = LinkRewardLearner(credit_decay=config.credit_decay, exploration=config.exploration,
                                     hub_cap=config.hub_cap, learning_rate=config.learning_rate)
         aliases = HostAliases() if config.url_aliases else None
+        if config.jobdir and shared is not None:
+            logger.warning("JOBDIR keeps the spider's state only: the shared frontier lives in Redis (%s)",
+                           config.frontier_url)
         persistence = (Persistence(config.jobdir, serializer, frontier, admission, gate, crawler.stats,
-                                   config.checkpoint_seconds, aliases=aliases) if config.jobdir else None)
+                                   config.checkpoint_seconds, aliases=aliases)
+                       if config.jobdir and shared is None else None)
         return cls(crawler, config, frontier=frontier, admission=admission, gate=gate, learner=learner,
                    serializer=serializer, downloader=DownloaderAdapter(crawler), persistence=persistence,
-                   strategy=make_strategy(config.strategy, learner, config), aliases=aliases)
+                   strategy=make_strategy(config.strategy, learner, config), aliases=aliases, shared=shared)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def open(self, spider):
@@ -148,6 +169,8 @@ class FocusScheduler:
         sig.connect(self._on_item_done, signal=signals.item_scraped)
         sig.connect(self._on_item_done, signal=signals.item_dropped)
         self.downloader.take_over_delays()
+        if self.shared is not None:
+            self.shared.attach(self.gate, self.robots.apply)
         model = getattr(spider, "model", None)  # the focused spider's topic model (links' scores)
         if model is not None:
             self.learner.use_link_model(getattr(model, "link_pipeline", None) is not None,
@@ -189,6 +212,8 @@ class FocusScheduler:
         self.rescorer.cancel()
         if self.persistence is not None:
             self.persistence.close(self.learner, self.released, self.strategy)
+        if self.shared is not None:
+            self.shared.close(self.learner)
         self.stats.set_value("focus/frontier/left", len(self.frontier))
         self.stats.set_value("focus/frontier/rescored", self.frontier.rescored)
         self.stats.set_value("focus/frontier/pruned", self.frontier.pruned)
@@ -204,6 +229,8 @@ class FocusScheduler:
         if self._budget_spent():
             return False
         if not len(self.frontier):
+            if self.shared is not None:  # other workers' pages may still bring links
+                return self.gate.busy() or self.shared.pending()
             return self.persistence is not None and self.persistence.has_spill()
         if self.gate.busy():
             return True
@@ -223,7 +250,10 @@ class FocusScheduler:
         return len(self.frontier)
 
     def _budget_spent(self) -> bool:
-        return bool(self.config.budget) and self.released >= self.config.budget
+        if not self.config.budget:
+            return False
+        released = self.shared.released() if self.shared is not None else self.released
+        return released >= self.config.budget
 
     # --- enqueue: admit -> score -> push -------------------------------------------------------
     def enqueue_request(self, request: Request) -> bool:
@@ -232,6 +262,9 @@ class FocusScheduler:
             # a robots.txt fetch (or a redirect of one): always allowed, first in its host's queue
             self.frontier.push(host_key(request.url), Entry(ROBOTS_PRIORITY, request.url, request))
             return True
+        if self.shared is not None and meta.get("redirect_times"):
+            # the page redirected is done: its target is queued now, whichever worker fetches it
+            self.shared.done({canonicalize(u) for u in meta.get("redirect_urls") or ()})
         canonical = canonicalize(request.url)
         if self.aliases is not None:
             request, canonical = self._alias(request, canonical)
@@ -307,6 +340,8 @@ class FocusScheduler:
                 logger.info("request budget of %d reached; finishing the requests in flight", self.config.budget)
             return None
         now = time.monotonic()
+        if self.shared is not None and self.shared.tick(now, self.learner):
+            self.rescorer.learner_updated()  # other workers' learning taken up: queued entries are stale
         for host in self.gate.overdue_robots(now):  # the callback never came: do not stall the host
             logger.warning("robots.txt of %s was fetched but never applied; releasing the host", host)
             self._free(host, now)
@@ -398,6 +433,9 @@ class FocusScheduler:
             if meta.get(M.ALIAS_OF) and self.aliases is not None:
                 self.admission.seen.add(entry.url)  # re-spelled in the queue (see _respell_queued)
             self.released += 1
+            if self.shared is not None:
+                self.shared.count_release()
+                self.frontier.fetching(host, entry.url)
             meta[M.PRIORITY] = round(entry.priority, 4)
             if entry.features is not None:
                 meta[M.FEATURES] = entry.features
@@ -461,6 +499,9 @@ class FocusScheduler:
         if getattr(item, "duplicate_of", None):
             self.learner.mark_wasted(canonicalize(item.final_url or item.url))
             self.stats.inc_value("focus/learner/duplicates_punished")
-        if self.persistence is not None:
-            self.persistence.done({canonicalize(u) for u in (getattr(item, "url", None),
-                                                              getattr(item, "final_url", None)) if u})
+        if self.persistence is not None or self.shared is not None:
+            urls = {canonicalize(u) for u in (getattr(item, "url", None), getattr(item, "final_url", None)) if u}
+            if self.persistence is not None:
+                self.persistence.done(urls)
+            if self.shared is not None:
+                self.shared.done(urls)

@@ -73,3 +73,23 @@ def run_scrapy(args: list[str], cwd: Path, env: dict | None = None, timeout: flo
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """A real ``redis-server`` on 127.0.0.1 for the session (no persistence), stopped at the end;
+    the tests that need one are skipped where it is not installed (``.ci/run`` installs it)."""
+    from tests.redis_server import RedisServer
+
+    server = RedisServer.start(tmp_path_factory.mktemp("redis"))
+    if server is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server):
+    """The session's Redis, emptied: ``redis://127.0.0.1:PORT/0``."""
+    redis_server.flush()
+    return redis_server.url

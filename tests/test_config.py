@@ -77,6 +77,10 @@ def test_values_are_converted_as_scrapy_reads_them():
     ("FOCUS_CRAWL_DELAY_OVER_CAP", "bogus", "FOCUS_CRAWL_DELAY_OVER_CAP must be 'cap' or 'skip'"),
     ("FOCUS_HEAD_CHECK", "maybe", "FOCUS_HEAD_CHECK must be true or false"),
     ("DOWNLOAD_DELAY", "-1", "DOWNLOAD_DELAY must be at least 0"),
+    ("FOCUS_FRONTIER_URL", "http://127.0.0.1:6379", "FOCUS_FRONTIER_URL must be a redis://HOST:PORT/DB URL"),
+    ("FOCUS_FRONTIER_URL", "redis://h:1/x", "FOCUS_FRONTIER_URL must be a redis://HOST:PORT/DB URL"),
+    ("FOCUS_CRAWL_ID", "a:b", "FOCUS_CRAWL_ID must be 1-64 letters"),
+    ("FOCUS_WORKER_TIMEOUT", "0.5", "FOCUS_WORKER_TIMEOUT must be at least 1.0"),
 ])
 def test_a_bad_value_names_its_setting(setting, value, message):
     with pytest.raises(ConfigError, match=re.escape(message)):

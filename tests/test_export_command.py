@@ -115,3 +115,21 @@ def test_errors_are_one_line_and_exit_code_2(project, setup, args, message):
     assert result.stderr.strip().splitlines() == [result.stderr.strip()]
     assert result.stderr.startswith(message), result.stderr
     assert not list(project.glob("out.*"))
+
+
+def test_the_stores_of_a_shared_crawls_workers_export_as_one(project):
+    """Each worker of a shared crawl keeps its own store: exported together, a page two workers
+    fetched (a lease that ran out mid-fetch) is written once."""
+    fill(project / "w0.db")
+    with CrawlStore(project / "w1.db") as store:
+        for url, text in (("http://a.test/1", "again"), ("http://b.test/9", "new page")):
+            store.add_page(PageItem(url=url, final_url=url, status=200, title="t", text=text, score=0.9,
+                                    relevant=True, fetched_at="2026-01-02T03:04:05+00:00", depth=1,
+                                    content_hash=f"{len(text):040d}"))
+    result = scrapy(project, "-o", "out.jsonl", "--store", "w0.db", "--store", "w1.db")
+    assert result.returncode == 0, result.stderr
+    urls = [json.loads(line)["url"] for line in (project / "out.jsonl").read_text().splitlines()]
+    assert urls == ["http://a.test/1", "http://a.test/3", "http://a.test/4", "http://b.test/9"]
+    assert "of 2 stores" in result.stdout
+    refused = scrapy(project, "-o", "out.jsonl", "--store", "w0.db", "--store", "w1.db", "--crawl", "1")
+    assert refused.returncode == 2 and "several --store" in refused.stderr

@@ -280,3 +280,33 @@ def test_state_and_restore_round_trip_and_reset_back_off():
         1005.01)
     # the restored rules are trusted for robots_cache seconds from the restore
     assert restored.check("a.test", "http://a.test/public", now=1100.0) == Verdict("fetch_robots")
+
+
+def test_a_hosts_state_travels_to_another_process_on_its_own_clocks():
+    """A shared crawl hands a host from one worker to the next with its timing and robots.txt:
+    times travel as durations and wall-clock instants, since monotonic clocks are per process."""
+    from focuscrawl.politeness import DelayPolicy
+    from focuscrawl.politeness.gate import HostGate
+    from focuscrawl.politeness.robots import RobotsState
+
+    first = HostGate(DelayPolicy(minimum=1.0), agent="focuscrawl")
+    first.robots_response("h", 200, b"User-agent: *\nDisallow: /private\nCrawl-delay: 2\n", now=100.0)
+    first.response("h", 0.5, 429, b"30", now=100.0)
+    state = first.host_state("h", now=101.0, wall=5000.0)
+    second = HostGate(DelayPolicy(minimum=1.0), agent="focuscrawl")
+    assert second.take_host_state("h", state, now=7.0, wall=5000.5)
+    rules = second.robots["h"]
+    assert rules.state is RobotsState.PARSED and not rules.allows("http://h/private/x", "focuscrawl")
+    timing = second.timing_of("h")
+    assert list(timing.latencies) == [0.5] and timing.backoff_until == pytest.approx(7.0 + 29.0)
+    # rules fetched here later than the other process's are kept
+    third = HostGate(DelayPolicy(minimum=1.0), agent="focuscrawl")
+    third.robots_response("h", 200, b"User-agent: *\nDisallow:\n", now=50.0)
+    assert not third.take_host_state("h", state, now=50.0, wall=5000.5)
+    assert third.robots["h"].allows("http://h/private/x", "focuscrawl")
+    # an unreachable robots.txt travels as unreachable
+    fourth = HostGate(DelayPolicy(minimum=1.0), agent="focuscrawl")
+    fourth.robots_unreachable("u", now=10.0)
+    moved = HostGate(DelayPolicy(minimum=1.0), agent="focuscrawl")
+    assert moved.take_host_state("u", fourth.host_state("u", now=10.0, wall=1000.0), now=3.0, wall=1000.0)
+    assert moved.robots["u"].state is RobotsState.UNREACHABLE

@@ -18,6 +18,7 @@ from scrapy.utils.misc import load_object
 from focuscrawl.commandbase import CommandError, FocusCommand
 from focuscrawl.items import PageItem
 from focuscrawl.store import CrawlStore, StoreError, resolve_store_path
+from focuscrawl.urls import canonicalize
 
 #: With --all, these are added to the exported fields so relevant, irrelevant and duplicate rows
 #: can be told apart.
@@ -47,7 +48,9 @@ class Command(FocusCommand):
     def add_options(self, parser) -> None:
         super().add_options(parser)
         parser.add_argument("-o", "--output", metavar="FILE", help="the file to write (its extension picks the format)")
-        parser.add_argument("--store", metavar="PATH", help="the crawl store (default FOCUS_STORE, JOBDIR/crawl.db or ./crawl.db)")
+        parser.add_argument("--store", metavar="PATH", action="append",
+                            help="the crawl store (default FOCUS_STORE, JOBDIR/crawl.db or ./crawl.db); given several "
+                                 "times, the stores of the workers of one shared crawl, exported together")
         parser.add_argument("--crawl", metavar="ID", help="the crawl to export (the latest if not given)")
         parser.add_argument("--crawls", action="store_true", help="list the store's crawls and exit")
         parser.add_argument("--min-score", metavar="S", help="only pages scored at least S")
@@ -58,8 +61,11 @@ class Command(FocusCommand):
     def execute(self, args: list[str], opts) -> None:
         if args:
             raise CommandError(f"unexpected argument(s): {' '.join(args)} (the output file goes after -o)")
-        path = opts.store or resolve_store_path(self.config())
+        stores = opts.store or [resolve_store_path(self.config())]
+        path = stores[0]
         if opts.crawls:
+            if len(stores) > 1:
+                raise CommandError("--crawls lists one store's crawls: give one --store")
             self._list_crawls(path)
             return
         if not opts.output:
@@ -68,8 +74,14 @@ class Command(FocusCommand):
         exporter_cls = self._exporter_for(output)
         min_score = self._parse_score(opts.min_score)
         wanted = self._parse_crawl(opts.crawl)
-        self._check_exists(path)
+        for store_path in stores:
+            self._check_exists(store_path)
         fields = self._fields(opts.all)
+        if len(stores) > 1:
+            if wanted is not None:
+                raise CommandError("--crawl names a crawl of one store: with several --store, each one's latest is exported")
+            self._export_shared(stores, output, exporter_cls, fields, min_score, opts.all)
+            return
         try:
             with CrawlStore(path, create=False) as store:
                 crawl = self._pick_crawl(store, wanted, path)
@@ -81,6 +93,33 @@ class Command(FocusCommand):
             raise CommandError(str(exc)) from None
         held = f" (the store holds {others} other crawl{'s' if others != 1 else ''}: --crawls)" if others else ""
         print(f"wrote {written} page{'s' if written != 1 else ''} of crawl {crawl} to {output}{held}")
+
+    def _export_shared(self, stores: list[str], output: str, exporter_cls, fields, min_score, everything: bool) -> None:
+        """The latest crawl of each store (one worker's part of a shared crawl each), as one: a page
+        two workers both fetched (a lease that ran out while its fetch went on) is written once."""
+        seen_urls: set[str] = set()
+        crawls = []
+
+        def pages():
+            for path in stores:
+                with CrawlStore(path, create=False) as store:
+                    crawl = self._pick_crawl(store, None, path)
+                    crawls.append(f"{path}#{crawl}")
+                    for page in store.iter_pages(min_score=min_score, relevant_only=not everything,
+                                                 unique_only=not everything, crawl=crawl):
+                        # copies across workers are marked duplicates already (the duplicate
+                        # indexes are shared): what is left is one URL fetched by two workers
+                        url = canonicalize(page.get("final_url") or page["url"])
+                        if url in seen_urls:
+                            continue
+                        seen_urls.add(url)
+                        yield page
+
+        try:
+            written = self._write(output, exporter_cls, fields, pages())
+        except StoreError as exc:
+            raise CommandError(str(exc)) from None
+        print(f"wrote {written} page{'s' if written != 1 else ''} of {len(stores)} stores ({', '.join(crawls)}) to {output}")
 
     @staticmethod
     def _check_exists(path: str) -> None:

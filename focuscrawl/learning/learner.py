@@ -244,7 +244,7 @@ class LinkRewardLearner:
         starting weights the topic model measured on its training web (``TopicModel.
         learner_priors``: how a found page's parts pay off there). The crawl's topic model is known
         only once the spider opens. A learner that has learned keeps its weights."""
-        if self.observations:
+        if self.observations or self.version:  # learned here, or taken over from a shared crawl's learner
             return
         self.learn_words = not present
         for name, weight in {**LINK_PRIORS[bool(present)], **(priors or {})}.items():

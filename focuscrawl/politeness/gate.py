@@ -205,6 +205,50 @@ class HostGate:
             del self.robots_pending[host]
         return overdue
 
+    # --- a host handed from one crawler process to another (a shared frontier) ------------------
+    def host_state(self, host: str, now: float, wall: float) -> dict[str, Any]:
+        """What another process needs to treat the host as this one would: its timing (back-off as
+        time left) and its robots.txt as fetched (wall-clock time ``wall``, since monotonic clocks
+        are not shared). JSON-able."""
+        timing = self.timing_of(host)
+        state: dict[str, Any] = {"latencies": list(timing.latencies), "errors": timing.consecutive_errors,
+                                 "backoff": max(0.0, timing.backoff_until - now), "crawl_delay": timing.crawl_delay}
+        rules = self.robots.get(host)
+        if rules is not None and rules.state in (RobotsState.PARSED, RobotsState.ALLOW_ALL, RobotsState.UNREACHABLE):
+            state["robots"] = {"status": rules.status, "text": rules.text, "failures": rules.failures,
+                               "fetched": wall - (now - rules.fetched_at),
+                               "expires": wall + (rules.expires_at - now)}
+        return state
+
+    def take_host_state(self, host: str, state: dict[str, Any], now: float, wall: float) -> bool:
+        """``host_state`` of another process, taken over where it knows more than this one: its
+        robots.txt when fetched later than ours, its timing always (it saw the host last). Returns
+        whether robots.txt rules were taken (their Crawl-delay is then to be applied)."""
+        timing = self.timing_of(host)
+        timing.latencies.clear()
+        timing.latencies.extend(float(x) for x in state.get("latencies", ()))
+        timing.consecutive_errors = int(state.get("errors", 0))
+        timing.backoff_until = now + float(state.get("backoff", 0.0))
+        timing.crawl_delay = float(state.get("crawl_delay", 0.0))
+        robots = state.get("robots")
+        if not robots:
+            return False
+        mine = self.robots.get(host)
+        fetched = now - max(0.0, wall - float(robots["fetched"]))
+        if mine is not None and mine.state is not RobotsState.UNKNOWN and mine.fetched_at >= fetched:
+            return False
+        rules = RobotsRules()
+        status = robots.get("status") or 0
+        if status and status < 500:
+            rules.record_response(int(status), str(robots.get("text", "")).encode("utf-8"), fetched,
+                                  self.robots_cache, self.robots_retry)
+        else:
+            rules.record_unreachable(fetched, self.robots_retry, status or None)
+        rules.failures = int(robots.get("failures", 0))
+        rules.expires_at = now + (float(robots["expires"]) - wall)
+        self.robots[host] = rules
+        return True
+
     # --- checkpoints ---------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
         """What a resumed crawl keeps: timing, and robots.txt rules that were parsed."""

@@ -1,0 +1,176 @@
+"""Several crawler processes sharing one crawl on Redis, on the WebKB replay: politeness audited
+from the server's side, a worker killed with SIGKILL, and scaling.
+
+    python bench/shared_crawl.py --workers 1,2,4 [--budget 1000] [--delay 0.25] [--topic course]
+    python bench/shared_crawl.py --workers 3 --kill 0.4 --runs 3     # kill -9 one of 3 at 40%
+    python bench/shared_crawl.py --workers 1,2 --delay 0 --runs 3    # scaling: no delays
+
+Each configuration runs ``--runs`` times, alternated, each time with a fresh crawl on a throwaway
+``redis-server`` and a fresh ReplayProxy over WebKB's WARC (``../shared/webkb``): ``N`` processes
+``scrapy crawl focused -s FOCUS_FRONTIER_URL=redis://... -s FOCUS_BUDGET=B`` started together
+with the same seeds (the first to get there seeds the crawl), each with its own store and feed.
+With ``--kill F``, worker 0 is killed with SIGKILL once the server has answered F x budget
+requests; the others finish the crawl.
+
+Reported for each run, from the server's log: counted requests and their span (pages per second:
+counted requests over the seconds from the first to the last), relevant pages found (WebKB's
+labels, one page per alias), the politeness audit (``focuscrawl.politeness.audit``: gaps under
+the host's delay, two connections to one host, disallowed paths, robots.txt not first), pages
+answered 200 more than once, and from Redis the leases reaped and the pages queued again; from the
+workers' feeds, relevant pages exported more than once across workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from focuscrawl.commands.evaluate import crawl_command  # noqa: E402
+from focuscrawl.politeness.audit import audit_report  # noqa: E402
+from focuscrawl.replay import RecordedWeb, ReplayProxy  # noqa: E402
+from focuscrawl.replay.linkgraph import LinkGraph, SamePage, load_aliases  # noqa: E402
+from focuscrawl.replay.metrics import Relevance, counted_requests, load_labels, read_log  # noqa: E402
+from tests.redis_server import RedisServer  # noqa: E402
+
+WEBKB = ROOT.parent / "shared" / "webkb"
+SEEDS = "http://www.cs.cornell.edu/,http://www.cs.utexas.edu/,http://www.cs.washington.edu/,http://www.cs.wisc.edu/"
+CRAWL_ID = "bench"
+
+
+def lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as fh:
+            return sum(1 for _ in fh)
+    except FileNotFoundError:
+        return 0
+
+
+def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, workdir: Path) -> dict:
+    server.flush()
+    log = workdir / "server.jsonl"
+    killed_at = None
+    with ReplayProxy(web, log_path=str(log)) as proxy:
+        procs = []
+        for i in range(workers):
+            folder = workdir / f"w{i}"
+            folder.mkdir()
+            argv = crawl_command(SEEDS, model, opts.budget, str(folder / "crawl.db"),
+                                 [f"DOWNLOAD_DELAY={opts.delay}", f"FOCUS_FRONTIER_URL={server.url}",
+                                  f"FOCUS_CRAWL_ID={CRAWL_ID}", *opts.set]) + ["-O", str(folder / "relevant.jsonl")]
+            procs.append(subprocess.Popen(argv, env=proxy.crawl_env(), cwd=folder, stdout=subprocess.DEVNULL,
+                                          stderr=(folder / "crawl.log").open("w")))
+        deadline = time.monotonic() + opts.timeout
+        if opts.kill:
+            while lines(log) < opts.kill * opts.budget and procs[0].poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if procs[0].poll() is None:
+                os.kill(procs[0].pid, signal.SIGKILL)
+                killed_at = lines(log)
+        for p in procs:
+            p.wait(timeout=max(1.0, deadline - time.monotonic()))
+        proxy.wait_idle(timeout=5.0)
+    codes = [p.returncode for p in procs]
+    failed = [i for i, c in enumerate(codes) if c != 0 and not (opts.kill and i == 0)]
+    if failed:
+        raise RuntimeError(f"worker(s) {failed} failed: see {workdir}/w*/crawl.log")
+    client = server.client()
+    stats = {k.decode(): int(v) for k, v in client.hgetall(f"focus:{{{CRAWL_ID}}}:stats").items()}
+    records = read_log(log)
+    return {"records": records, "stats": stats, "killed_at": killed_at,
+            "exported": exported(workdir, workers)}
+
+
+def exported(workdir: Path, workers: int) -> Counter:
+    urls: Counter = Counter()
+    for i in range(workers):
+        path = workdir / f"w{i}" / "relevant.jsonl"
+        if path.exists():
+            for line in path.read_text().splitlines():
+                try:
+                    urls[json.loads(line)["url"]] += 1
+                except (ValueError, KeyError):
+                    pass  # a line torn by the kill
+    return urls
+
+
+def figures(result: dict, relevance: Relevance, budget: int, delay: float) -> dict:
+    records = result["records"]
+    counted = [r for r in records if r.get("path") != "/robots.txt"]
+    counted.sort(key=lambda r: r["t_start"])
+    span = counted[-1]["t_end"] - counted[0]["t_start"] if len(counted) > 1 else 0.0
+    requests = counted_requests(records)
+    found = {relevance.page(url) for url, status in requests[:budget] if 200 <= status < 300 and relevance.is_relevant(url)}
+    twice = sum(n - 1 for n in Counter(r["url"] for r in counted if r["status"] == 200).values() if n > 1)
+    report = audit_report(records, delays=delay)
+    violations = report["violation_counts"]
+    return {"requests": len(counted), "pages_per_s": len(counted) / span if span else 0.0,
+            "relevant": len(found), "gap": violations.get("gap", 0), "concurrency": violations.get("concurrency", 0),
+            "disallowed": violations.get("disallowed", 0), "robots_not_first": violations.get("robots_not_first", 0),
+            "fetched_twice": twice, "leases_reaped": result["stats"].get("leases_reaped", 0),
+            "work_requeued": result["stats"].get("work_requeued", 0),
+            "exported_twice": sum(n - 1 for n in result["exported"].values() if n > 1),
+            "killed_at": result["killed_at"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", default="1,2,4", help="worker counts to run, comma-separated")
+    parser.add_argument("--budget", type=int, default=1000)
+    parser.add_argument("--delay", type=float, default=0.25, help="DOWNLOAD_DELAY (default 0.25 s)")
+    parser.add_argument("--kill", type=float, default=0.0, help="SIGKILL worker 0 at this share of the budget")
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--topic", default="course")
+    parser.add_argument("--model", default=None, help="default: ../models/TOPIC.joblib beside the project")
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    opts = parser.parse_args()
+    model = opts.model or str(ROOT.parent / "models" / f"{opts.topic}.joblib")
+    counts = [int(n) for n in opts.workers.split(",")]
+    web = RecordedWeb.from_warcs([str(WEBKB / "webkb.warc.gz")])
+    relevance = Relevance(load_labels(WEBKB / "labels.tsv"), [opts.topic],
+                          SamePage.for_graph(LinkGraph.from_web(web), load_aliases(WEBKB / "aliases.tsv")))
+    results: dict[int, list[dict]] = {n: [] for n in counts}
+    with tempfile.TemporaryDirectory(prefix="focus-shared-") as tmp:
+        server = RedisServer.start(Path(tmp))
+        try:
+            for run_no in range(opts.runs):
+                for n in counts:
+                    workdir = Path(tempfile.mkdtemp(prefix=f"focus-shared-{n}w-"))
+                    row = figures(run(web, server, model, n, opts, workdir), relevance, opts.budget, opts.delay)
+                    results[n].append(row)
+                    print(f"run {run_no + 1}, {n} worker(s): {row}  ({workdir})", flush=True)
+        finally:
+            server.stop()
+    keys = ["requests", "pages_per_s", "relevant", "gap", "concurrency", "disallowed", "robots_not_first",
+            "fetched_twice", "leases_reaped", "work_requeued", "exported_twice"]
+    print(f"\nWebKB, topic {opts.topic}, budget {opts.budget}, DOWNLOAD_DELAY {opts.delay}, "
+          f"{opts.runs} run(s) each{f', worker 0 killed at {opts.kill:.0%}' if opts.kill else ''} (mean; min-max)\n")
+    print("| workers | " + " | ".join(keys) + " |")
+    print("|---:|" + "---:|" * len(keys))
+    for n in counts:
+        cells = []
+        for key in keys:
+            values = [r[key] for r in results[n]]
+            mean = statistics.mean(values)
+            cell = f"{mean:.1f}" if isinstance(mean, float) and key == "pages_per_s" else f"{mean:g}"
+            if len(values) > 1 and min(values) != max(values):
+                cell += f" ({min(values):g}-{max(values):g})" if key != "pages_per_s" else f" ({min(values):.1f}-{max(values):.1f})"
+            cells.append(cell)
+        print(f"| {n} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

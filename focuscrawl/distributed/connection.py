@@ -1,0 +1,50 @@
+"""The shared crawl's Redis: one client a process, and the names of the crawl's keys.
+
+Every key of a crawl starts with ``focus:{CRAWL_ID}:`` (``FOCUS_CRAWL_ID``), so several crawls
+share one Redis and ``scrapy``-free tools find a crawl's keys by that prefix. The braces make the
+crawl id a Redis Cluster hash tag: all of one crawl's keys live on one node, which the Lua scripts
+that touch several of them at once require.
+"""
+
+from __future__ import annotations
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+#: how long a command may take before the crawl treats Redis as unreachable
+SOCKET_TIMEOUT = 10.0
+
+
+class RedisUnavailable(RuntimeError):
+    """The shared crawl's Redis cannot be reached; the message says which one."""
+
+
+class Keys:
+    """Key names of one shared crawl."""
+
+    def __init__(self, crawl_id: str) -> None:
+        self.crawl_id = crawl_id
+        self.prefix = f"focus:{{{crawl_id}}}:"
+
+    def __call__(self, *parts: str) -> str:
+        return self.prefix + ":".join(parts)
+
+
+def connect(url: str, *, decode_responses: bool = False, socket_timeout: float = SOCKET_TIMEOUT,
+            retries: int | None = None) -> redis.Redis:
+    """A client of ``url``, checked with a PING: a clear error now rather than at the first page.
+    ``retries``: how often a failed command is retried (None: redis-py's default)."""
+    options = {}
+    if retries is not None:
+        options["retry"] = Retry(NoBackoff(), retries)
+    client = redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout,
+                                  health_check_interval=30, decode_responses=decode_responses, **options)
+    try:
+        client.ping()
+    except redis.exceptions.RedisError as exc:
+        raise RedisUnavailable(f"the shared frontier's Redis at {url} cannot be reached: {exc}") from exc
+    return client
+
+
+__all__ = ["Keys", "RedisUnavailable", "connect"]

@@ -1,0 +1,381 @@
+"""The frontier shared by every worker of a crawl, on Redis: the in-process ``Frontier``'s interface.
+
+Each host's queue is a Redis sorted set of the frontier's own records (``frontier/records.py``,
+ordered as bytes), and which host goes next is decided in Redis too (``scripts.py``): a host is
+handed to one worker at a time (a *lease*) and filed again only when that worker releases it,
+``delay`` seconds after its response ended on the server's clock, or when its lease is reaped
+(the worker died, or stopped renewing it). So priority is global across hosts and workers, and a
+host's delay, Crawl-delay and Retry-After hold across workers: the scheduler asks this frontier
+for its next entry exactly as it asks the in-process one.
+
+What the worker keeps in the process: the tokens of the hosts it holds (and renews with its
+heartbeat), the seq numbers it stamps records with (taken from Redis a block at a time, so that
+records are unique across workers), and nothing else: any worker can stop and another take over.
+
+Re-scoring stays lazy and bounded: an entry is re-scored when it reaches the top of a host its
+worker holds (under the worker's learner version), and a background pass re-scores the tops of
+the best ready hosts a few at a time. A page released for fetching becomes the worker's *work*
+until its item is through the pipelines (``done``): if the worker dies first, the page is queued
+again, so no page's links are lost; a page fetched twice that way is counted (``stats``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import redis
+
+from focuscrawl.config import DEFAULTS
+from focuscrawl.distributed import scripts
+from focuscrawl.distributed.connection import Keys
+from focuscrawl.frontier.entries import Codec, Entry, decode, encode
+from focuscrawl.frontier.records import KEY, record_version
+from focuscrawl.frontier.rescoring import Rescorer, Restamper
+
+logger = logging.getLogger(__name__)
+
+#: heartbeats a worker sends within its timeout (FOCUS_WORKER_TIMEOUT): one lost or late
+#: heartbeat never makes a live worker look dead
+HEARTBEATS_PER_TIMEOUT = 6
+#: ready hosts whose best records a background re-scoring pass looks at: those that decide what
+#: is fetched next (the rest are re-scored as their hosts are popped)
+RESCORE_HOSTS = 64
+#: seq numbers a worker takes from Redis at a time
+SEQ_BLOCK = 4096
+#: waiting hosts promoted to ready per pop, at most (the rest on the next pops)
+PROMOTE_LIMIT = 256
+#: how long a worker trusts its reading of the frontier's size and next ready time
+SIZE_CACHE_SECONDS = 0.2
+#: how soon a worker with nothing ready looks again: other workers queue URLs and free hosts
+#: at any moment, and nothing tells this process
+POLL_SECONDS = 0.25
+
+
+def worker_id() -> str:
+    """This process's name among the crawl's workers: readable, and unique across machines."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class _Prefixless:
+    """The in-process queues keep a host's URL prefix once; records in Redis carry their URL in
+    full, so they decode against an empty prefix."""
+
+    prefix = ""
+
+    def kept(self, seq, forget=False):  # no entry is kept as an object: see SharedFrontier.push
+        raise KeyError(seq)
+
+
+_QUEUE = _Prefixless()
+
+
+class SharedFrontier:
+    """``Frontier``'s interface over a crawl's Redis keys (``keys``). ``codec`` packs entries (a
+    record must hold its request: nothing can stay an object in another process); entries it
+    declines (robots.txt requests, with no features) are kept as request dicts in Redis, beside
+    their record. ``serializer``: request <-> dict for those."""
+
+    def __init__(self, client: redis.Redis, keys: Keys, codec: Codec, serializer, *, capacity: int = 1_000_000,
+                 prune_slack: float = 0.05, worker: str | None = None,
+                 worker_timeout: float = DEFAULTS.worker_timeout,
+                 clock: Callable[[], float] = time.monotonic):
+        self.client = client
+        self.keys = keys
+        self.prefix = keys.prefix
+        self.codec = codec
+        self.serializer = serializer
+        self.capacity = capacity
+        self.prune_slack = prune_slack
+        self.worker = worker or worker_id()
+        # a worker silent this long is dead: its leases (renewed by its heartbeats) run out and its
+        # pages not done are queued again
+        self.worker_timeout = worker_timeout
+        self.heartbeat_seconds = worker_timeout / HEARTBEATS_PER_TIMEOUT
+        self.clock = clock
+        self._unpack = codec.unpack
+        self._preview = getattr(codec, "preview", codec.unpack)
+        self.version = 0
+        self.rescored = 0
+        self.pruned = 0
+        self._tokens: dict[str, str] = {}  # host held -> its lease token
+        self._fetching: dict[str, str] = {}  # host held -> the page being fetched from it
+        # what the worker knows of a host, handed over with it: on_lease(host, timing, robots) takes
+        # its holders' (JSON bytes or None); host_state(host) -> (timing, robots) gives this
+        # worker's at release (JSON strings, '' to leave them as they are)
+        self.on_lease: Callable[[str, bytes | None, bytes | None], None] | None = None
+        self.host_state: Callable[[str], tuple[str, str]] | None = None
+        self._seq = 0
+        self._seq_end = 0
+        self._size_at = -1.0
+        self._size = 0
+        self._wait_at = -1.0
+        self._wait: float | None = None
+        self._scripts = {name: client.register_script(getattr(scripts, name))
+                         for name in ("PUSH", "POP", "PEEK", "SWAP", "REQUEUE", "RELEASE", "DONE", "HEARTBEAT",
+                                      "REAP", "DROP_HOST", "DROP", "RETAKE")}
+
+    def _run(self, name: str, *args: Any):
+        return self._scripts[name](args=[self.prefix, *args])
+
+    # --- records ------------------------------------------------------------------------------
+    def _next_seq(self) -> int:
+        if self._seq >= self._seq_end:
+            end = int(self.client.incrby(self.keys("seq"), SEQ_BLOCK))
+            self._seq, self._seq_end = end - SEQ_BLOCK, end
+        self._seq += 1
+        return self._seq & 0xFFFFFFFF
+
+    def _record(self, entry: Entry) -> bytes:
+        packable = entry.payload is not None or entry.features is not None
+        if packable and self.codec.pack(entry) is None:
+            # not packable (a robots.txt request has no features): its request waits in Redis as a dict
+            self.client.hset(self.keys("requests"), entry.url,
+                             pickle.dumps(self.serializer.to_dict(entry.payload), protocol=5))
+            entry = Entry(entry.priority, entry.url, None, None, entry.version)
+        return encode(entry, self._next_seq(), self.codec, _QUEUE)
+
+    def _entry(self, record: bytes) -> Entry:
+        entry = decode(record, _QUEUE, self._unpack)
+        if entry.payload is None:
+            blob = self.client.hget(self.keys("requests"), entry.url)
+            if blob is None:
+                raise LookupError(f"the shared frontier lost the request of {entry.url}")
+            entry.payload = self.serializer.from_dict(pickle.loads(blob))
+        return entry
+
+    # --- size ---------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        """Records queued in the crawl, as read at most ``SIZE_CACHE_SECONDS`` ago."""
+        if self.clock() - self._size_at > SIZE_CACHE_SECONDS:
+            return self.size()
+        return self._size
+
+    def size(self) -> int:
+        """Records queued in the crawl, now."""
+        self._size = max(0, int(self.client.get(self.keys("size")) or 0))
+        self._size_at = self.clock()
+        return self._size
+
+    def in_flight(self) -> int:
+        """Hosts held and pages not done, across the crawl's workers: while any remains, a worker
+        whose frontier is empty must wait for the links they may still bring."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hlen(self.keys("lease"))
+        pipe.hlen(self.keys("work"))
+        return sum(pipe.execute())
+
+    def host_size(self, host: str) -> int:
+        return int(self.client.zcard(self.keys("q", host)))
+
+    # --- push ---------------------------------------------------------------------------------
+    def push(self, host: str, entry: Entry) -> list[Entry]:
+        """Queue an entry (a record already queued is not queued twice); returns the entries
+        pruned to stay within capacity (usually none)."""
+        self._size = int(self._run("PUSH", host, self._record(entry)))
+        self._size_at = self.clock()
+        if self._size > self.capacity * (1 + self.prune_slack):
+            return self.prune()
+        return []
+
+    # --- pop ----------------------------------------------------------------------------------
+    def pop(self, now: float, rescore: Rescorer | None = None, max_rescore: int = 256) -> tuple[str, Entry] | None:
+        """The best entry of the hosts ready now across the crawl; its host is leased to this
+        worker until ``release``. None when no host is ready."""
+        host, record, token, wait, *state = self._run("POP", self.worker, self.worker_timeout, PROMOTE_LIMIT)
+        if host is None:
+            self._note_wait(float(wait))
+            return None
+        host = host.decode("utf-8", "surrogatepass")
+        self._tokens[host] = token.decode()
+        if self.on_lease is not None:
+            self.on_lease(host, state[0] or None, state[1] or None)
+        if rescore is not None and record_version(record) != self.version:
+            record = self._refresh(host, record, rescore, max_rescore)
+        self._size -= 1
+        return host, self._entry(record)
+
+    def _refresh(self, host: str, record: bytes, rescore: Rescorer, budget: int) -> bytes:
+        """The popped record re-scored, with the stale records at the top of its (held) host's
+        queue: the best of them is the one fetched, the others stay queued, re-scored."""
+        token = self._tokens[host]
+        top = self._run("PEEK", host, token, min(budget, 32)) or []
+        stale = [r for r in top if record_version(r) != self.version]
+        fresh = self._restamper(rescore).once([_QUEUE] * (1 + len(stale)), [record, *stale])
+        self.rescored += len(fresh)
+        if stale:
+            self._run("SWAP", host, token, *[x for pair in zip(stale, fresh[1:], strict=True) for x in pair])
+        queued_best = min([*fresh[1:], *(r for r in top if record_version(r) == self.version)], default=None)
+        if queued_best is not None and queued_best[:KEY] < fresh[0][:KEY]:
+            # another record of the host is now better: it is fetched, the popped one goes back
+            # (unless another worker re-scored that record meanwhile: then the popped one is fetched)
+            if self._run("RETAKE", host, token, fresh[0], queued_best) == 1:
+                return queued_best
+            return fresh[0]
+        self._run("RETAKE", host, token, "", fresh[0])
+        return fresh[0]
+
+    def _restamper(self, rescore: Rescorer) -> Restamper:
+        return Restamper(rescore, self.version, self._next_seq, self._preview)
+
+    def rescore_stale(self, rescore: Rescorer, limit: int = 1000) -> int:
+        """Background re-scoring, bounded: the stale records at the top of the best ready hosts
+        (those that decide what is fetched next), a few a host. Records another worker changed
+        meanwhile are left as they are."""
+        members = self.client.zrange(self.keys("ready"), 0, min(RESCORE_HOSTS, max(1, limit // 8)) - 1)
+        hosts = [m[KEY:].decode("utf-8", "surrogatepass") for m in members]
+        if not hosts:
+            return 0
+        pipe = self.client.pipeline(transaction=False)
+        for host in hosts:
+            pipe.zrange(self.keys("q", host), 0, 7)
+        done = 0
+        restamper = self._restamper(rescore)
+        swaps = self.client.pipeline(transaction=False)
+        for host, top in zip(hosts, pipe.execute(), strict=True):
+            stale = [r for r in top if record_version(r) != self.version]
+            if not stale or done >= limit:
+                continue
+            fresh = restamper.once([_QUEUE] * len(stale), stale)
+            self._scripts["SWAP"](args=[self.prefix, host, "", *[x for pair in zip(stale, fresh, strict=True)
+                                                                  for x in pair]], client=swaps)
+            done += len(stale)
+        if done:
+            swaps.execute()
+        self.rescored += done
+        return done
+
+    # --- a held host --------------------------------------------------------------------------
+    def requeue(self, host: str, entry: Entry) -> None:
+        """Put back an entry popped but not fetched; the host stays held."""
+        token = self._tokens.get(host)
+        if token is None:
+            self.push(host, entry)
+            return
+        if self._run("REQUEUE", host, token, self.worker, self._record(entry)) == 1:
+            self._size += 1
+
+    def fetching(self, host: str, url: str) -> None:
+        """The request released for ``host`` is the page ``url`` (not a robots.txt): once its
+        response is in, the page is this worker's work until ``done``."""
+        self._fetching[host] = url
+
+    def release(self, host: str, ready_at: float) -> None:
+        """The host's request finished: it may be contacted again from ``ready_at`` (this
+        process's monotonic clock; sent as a delay, measured on the server's)."""
+        token = self._tokens.pop(host, None)
+        if token is None:
+            return
+        delay = max(0.0, ready_at - self.clock())
+        timing, robots = self.host_state(host) if self.host_state is not None else ("", "")
+        url = self._fetching.pop(host, "")
+        if self._run("RELEASE", host, token, self.worker, f"{delay:.6f}", url, timing, robots) != 1:
+            logger.warning("the lease on %s ran out before its request finished: another worker may have "
+                           "fetched from it meanwhile", host)
+
+    def holds(self, host: str) -> bool:
+        return host in self._tokens
+
+    def done(self, urls: Iterable[str]) -> None:
+        """Pages whose items went through the pipelines (their links are queued): no longer work."""
+        urls = list(urls)
+        if urls:
+            self._run("DONE", self.worker, self.worker_timeout, *urls)
+
+    def heartbeat(self) -> tuple[int, int, int]:
+        """Renew this worker's heartbeat and the leases of the hosts it holds, and reap what
+        workers that stopped left: (leases reaped, pages queued again, workers gone)."""
+        self._run("HEARTBEAT", self.worker, self.worker_timeout, *self._tokens)
+        return tuple(int(n) for n in self._run("REAP", 1000))
+
+    def leave(self) -> None:
+        """A clean stop: this worker's hosts are released and its work forgotten (the pages it
+        fetched were processed before the close)."""
+        for host in list(self._tokens):
+            self.release(host, self.clock())
+        pipe = self.client.pipeline(transaction=False)
+        fields = [f for f in self.client.hkeys(self.keys("work")) if f.startswith(self.worker.encode() + b"\n")]
+        if fields:
+            pipe.hdel(self.keys("work"), *fields)
+        pipe.zrem(self.keys("workers"), self.worker)
+        pipe.execute()
+
+    # --- when -----------------------------------------------------------------------------------
+    def _note_wait(self, wait: float) -> None:
+        now = self.clock()
+        self._wait = None if wait < 0 else now + wait
+        self._wait_at = now
+
+    def next_ready_time(self) -> float:
+        """When to look for a ready host again (this process's monotonic clock): when the
+        earliest host nobody holds may be contacted, or in ``POLL_SECONDS`` at the latest."""
+        now = self.clock()
+        wait = self._next_wait(now)
+        return now + POLL_SECONDS if wait is None else min(wait, now + POLL_SECONDS)
+
+    def _next_wait(self, now: float) -> float | None:
+        if now - self._wait_at <= SIZE_CACHE_SECONDS:
+            return self._wait
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zcard(self.keys("ready"))
+        pipe.zrange(self.keys("waiting"), 0, 0, withscores=True)
+        pipe.time()
+        ready, waiting, (seconds, micros) = pipe.execute()
+        if ready:
+            self._wait = now
+        elif waiting:
+            self._wait = now + max(0.0, waiting[0][1] - (seconds + micros / 1e6))
+        else:
+            self._wait = None
+        self._wait_at = now
+        return self._wait
+
+    def best_soon(self, now: float, horizon: float, busy_hosts=(), limit: int = 64) -> float:
+        """The best priority queued at hosts soon ready (patience's question): in a shared crawl
+        every other worker's hosts are busy too, so patience would hold a request for a host
+        another worker may take: it is not asked (-inf, release now)."""
+        return float("-inf")
+
+    # --- capacity -------------------------------------------------------------------------------
+    def prune(self) -> list[Entry]:
+        """Drop the lowest-priority records so that ``capacity`` remain: each host's worst are
+        read, the crawl's worst of them dropped (what others queue meanwhile is left for the
+        next prune)."""
+        excess = self.size() - self.capacity
+        if excess <= 0:
+            return []
+        hosts = [h.decode("utf-8", "surrogatepass") for h in self.client.hkeys(self.keys("state"))]
+        pipe = self.client.pipeline(transaction=False)
+        for host in hosts:
+            pipe.zrange(self.keys("q", host), -excess, -1)
+        worst = sorted(((r, host) for host, tails in zip(hosts, pipe.execute(), strict=True) for r in tails),
+                       key=lambda pair: pair[0][:KEY], reverse=True)[:excess]
+        by_host: dict[str, list[bytes]] = {}
+        for record, host in worst:
+            by_host.setdefault(host, []).append(record)
+        out = []
+        for host, records in by_host.items():
+            if self._run("DROP", host, *records):
+                out += [self._entry(r) for r in records]
+        self.pruned += len(out)
+        self.client.hincrby(self.keys("stats"), "pruned", len(out))
+        self._size_at = -1.0
+        return out
+
+    def drop_host(self, host: str) -> list[Entry]:
+        """Every entry of a host (its robots.txt forbids them all), removed."""
+        records = self._run("DROP_HOST", host)
+        self._size_at = -1.0
+        return [self._entry(r) for r in records]
+
+    def stats(self) -> dict[str, int]:
+        return {k.decode(): int(v) for k, v in self.client.hgetall(self.keys("stats")).items()}
+
+
+__all__ = ["SharedFrontier", "worker_id"]

@@ -1,0 +1,649 @@
+"""One learner for all the workers of a shared crawl: each pushes what it learned and pulls what the
+others learned, every few seconds, through a Redis stream.
+
+Every worker keeps its own ``LinkRewardLearner`` and scores and trains on it alone, so the hot path
+(scoring every link, training on every page) never waits for Redis nor for a lock. Every
+``period`` seconds ``maybe_sync`` does one exchange:
+
+- **push** what changed here since the last push, as one batch: the weights that moved (sparse
+  indices and float64 deltas), AdaGrad's squared-gradient sums at the same indices, the yield
+  counts per host, path prefix and parent page, the new-hosts prior, and the link word counts when
+  the crawl learns its links' words. Everything is a sum of increments, so the merged learner is
+  the sum of every worker's deltas whatever order they arrive in; a batch is as large as what
+  changed, not as the model;
+- **pull** every other worker's batches since the last one read, and add them: the stream is read
+  from where this worker stopped, its own batches left out (Redis filters them, so they are not
+  sent back), a batch sent twice (a retry after a lost reply) applied once.
+
+Push and pull are one Lua script, one round trip (bench/learner_sync.py measures it). A worker
+sees another's learning one to two periods late: bounded staleness, in exchange for no
+coordination. The shared counts equal one learner's; the shared weights are the sum of every
+worker's steps, each taken on a model at most that stale.
+
+AdaGrad's squared-gradient sums are shared too (they grow only, so they merge by adding like the
+rest, at 4 bytes more per moved weight): each feature's step size then shrinks with the evidence
+the whole crawl has seen of it, as one learner's would. Kept per worker, a feature common to every
+worker's links would be stepped on by N learning rates that each decay N times slower.
+
+What is not shared, and why:
+
+- ``nodes``, the pages of crawl paths that credit flows back along (``_credit_ancestors``), stay
+  with the worker that fetched them: a hub is credited for the children the same worker fetched
+  (its weight change still reaches everyone). Sharing them would mean a Redis read per page
+  fetched, on the hot path.
+- ``observations`` stays the worker's own count: the learner bumps ``version`` every
+  ``version_every`` of them, the scheduler's cadence of re-scoring. Remote learning moves
+  ``version`` once per sync that applied any (``maybe_sync`` returns True: call the rescorer's
+  ``learner_updated``), so a worker re-scores its frontier lazily once per period for the others'
+  pages, however many there were.
+- ``new_hosts`` (the prior of a host never fetched) counts the first fetch of a host *this worker*
+  had no counts for: two workers fetching one new host in the same period both count it.
+
+A late joiner (or one whose place in the stream was trimmed away) starts from the **snapshot**:
+the merged state as of a stream entry, written by one worker every ``SNAPSHOT_EVERY`` entries;
+it takes that state over and applies the stream after it. Each snapshot trims the stream to the
+previous one, so the stream holds one to two snapshot intervals and Redis one snapshot. The
+scripts trim exactly (not ``XADD MAXLEN ~``) and keep the newest id they trimmed away (the
+floor): a reader whose last id is older knows it missed entries. ``MAX_ENTRIES`` caps the stream
+should snapshots stop being written. Needs Redis 6.2 (exclusive ranges, ``XTRIM MINID``).
+
+A worker keeps the arrays as of its last sync to find what moved: ~17 MB (2**20 weights and
+squared-gradient sums), ~26 MB when it learns words.
+
+A failed sync (Redis down or slow) logs a warning and is retried a period later (later still
+while it keeps failing) with what it had to send: the crawl goes on with its local learner
+meanwhile. That is the one place where a Redis error is not raised: the learner orders the crawl,
+its correctness does not depend on it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import operator
+import os
+import struct
+from collections.abc import Iterable
+
+import numpy as np
+import redis
+
+from focuscrawl.learning.learner import UNSEEN_HOST_EVIDENCE, _Yield
+
+logger = logging.getLogger(__name__)
+
+#: seconds between a worker's syncs: how stale its view of the others' learning may grow
+SYNC_PERIOD = 2.0
+#: stream entries between snapshots. The stream holds one to two of these intervals: at ~50 KiB a
+#: batch (a worker's 100 pages a period) 12-25 MiB of Redis. A worker that falls further behind
+#: (it did not sync for SNAPSHOT_EVERY / workers periods) starts again from the snapshot.
+SNAPSHOT_EVERY = 256
+#: the stream's length at most, should snapshots stop being written: a bound on Redis' memory
+MAX_ENTRIES = 4 * SNAPSHOT_EVERY
+#: stream entries read per round trip: a worker far behind catches up over a few calls
+READ_CHUNK = 128
+#: syncs between full comparisons of the link word counts with their last pushed state (the others
+#: compare them only where the weights moved: see ``LearnerSync._arrays``)
+FULL_DIFF_EVERY = 16
+#: the longest wait between attempts while Redis keeps failing: each attempt may hold the reactor
+#: for the client's timeouts and retries, so failures space the attempts out, doubling from a period
+MAX_BACKOFF = 30.0
+#: how long a worker may take to write a snapshot before another may try
+SNAPSHOT_CLAIM_MS = 30_000
+#: the batch format; a batch of another is skipped with a warning (a worker of another release)
+FORMAT = 1
+
+#: the learner's place tables whose yield counts are shared
+TABLES = ("hosts", "prefixes", "children")
+#: the counts a place holds
+FIELDS = tuple(_Yield.__slots__)
+_FIELD_INDEX = {name: i for i, name in enumerate(FIELDS)}
+_HEAD = struct.Struct("<I")
+
+_LUA_IDS = """
+local function parse(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms), tonumber(seq)
+end
+local function newer(a, b)
+  local am, as = parse(a)
+  local bm, bs = parse(b)
+  return am > bm or (am == bm and as > bs)
+end
+local function raise_floor(key, id)
+  local floor = redis.call('GET', key)
+  if not floor or newer(id, floor) then redis.call('SET', key, id) end
+end
+"""
+
+# KEYS: stream, counter, snapshot meta, floor. ARGV: cap, last id read, entries to read, origin to
+# leave out ('' for none), then (origin, seq, batch) per batch to add. Returns the floor (the
+# newest id ever trimmed away: a reader behind it missed entries), the snapshot meta ("id n") and
+# the entries after the last id: {id, n, origin, seq, batch}, or {id, n} for the origin left out.
+_SYNC = _LUA_IDS + """
+local cap = tonumber(ARGV[1])
+for i = 5, #ARGV, 3 do
+  local n = redis.call('INCR', KEYS[2])
+  redis.call('XADD', KEYS[1], '*', 'o', ARGV[i], 's', ARGV[i + 1], 'n', n, 'b', ARGV[i + 2])
+end
+local length = redis.call('XLEN', KEYS[1])
+if length > cap then
+  local cut = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', length - cap)
+  redis.call('XTRIM', KEYS[1], 'MAXLEN', cap)
+  raise_floor(KEYS[4], cut[#cut][1])
+end
+local out = {}
+for _, entry in ipairs(redis.call('XRANGE', KEYS[1], '(' .. ARGV[2], '+', 'COUNT', ARGV[3])) do
+  local f = entry[2]  -- o, origin, s, seq, n, n, b, batch
+  if f[2] == ARGV[4] then
+    out[#out + 1] = {entry[1], f[6]}
+  else
+    out[#out + 1] = {entry[1], f[6], f[2], f[4], f[8]}
+  end
+end
+return {redis.call('GET', KEYS[4]) or false, redis.call('GET', KEYS[3]) or false, out}
+"""
+
+# KEYS: snapshot meta, snapshot, stream, floor, claim. ARGV: id, n, snapshot, claimant.
+# The first snapshot of a crawl (id 0-0) is written only where there is none; a later one only
+# over an older one. Each trims the stream to the snapshot before it: a worker that has just
+# taken the previous one over still finds its tail.
+_WRITE_SNAPSHOT = _LUA_IDS + """
+local current = redis.call('GET', KEYS[1])
+if redis.call('GET', KEYS[5]) == ARGV[4] then redis.call('DEL', KEYS[5]) end
+local id = ARGV[1]
+local previous = current and string.match(current, '^(%S+)')
+if current and (id == '0-0' or not newer(id, previous)) then return 0 end
+redis.call('SET', KEYS[2], ARGV[3])
+redis.call('SET', KEYS[1], id .. ' ' .. ARGV[2])
+if previous and previous ~= '0-0' then
+  local gone = redis.call('XREVRANGE', KEYS[3], '(' .. previous, '-', 'COUNT', 1)
+  if gone[1] then
+    redis.call('XTRIM', KEYS[3], 'MINID', previous)
+    raise_floor(KEYS[4], gone[1][1])
+  end
+end
+return 1
+"""
+
+
+def _id(value: bytes | str) -> tuple[int, int]:
+    ms, _, seq = (value.decode() if isinstance(value, bytes) else value).partition("-")
+    return int(ms), int(seq)
+
+
+class _Counts(_Yield):
+    """A place's yield counts that note, as the learner changes them, by how much: the next push
+    sends the sum. Set through ``_SETTERS`` (remote counts, new places), they are not noted."""
+
+    __slots__ = ("_key", "_changes")
+
+    def __setattr__(self, name: str, value) -> None:
+        index = _FIELD_INDEX.get(name)
+        if index is not None:
+            change = self._changes.get(self._key)
+            if change is None:
+                change = self._changes[self._key] = [0] * len(FIELDS)
+            change[index] += value - getattr(self, name)
+        object.__setattr__(self, name, value)
+
+    def __reduce__(self):
+        # a checkpoint holds plain counts, loadable without this module's bookkeeping
+        return _plain_counts, _values(self)
+
+
+# the counts' slots, read and written without the notes (new places are many: a place a page)
+_values = operator.attrgetter(*FIELDS)
+_SETTERS = tuple(getattr(_Yield, name).__set__ for name in FIELDS)
+_set_key, _set_changes = _Counts._key.__set__, _Counts._changes.__set__
+
+
+def _plain_counts(*values) -> _Yield:
+    out = _Yield()
+    for setter, value in zip(_SETTERS, values):
+        setter(out, value)
+    return out
+
+
+def _counts(key, changes: dict, values: Iterable) -> _Counts:
+    out = _Counts.__new__(_Counts)
+    _set_key(out, key)
+    _set_changes(out, changes)
+    for setter, value in zip(_SETTERS, values):
+        setter(out, value)
+    return out
+
+
+class _Table(dict):
+    """One of the learner's place tables. The learner adds a place as a plain ``_Yield`` and
+    counts on it at once: those are noted here and become ``_Counts`` at the next sync; reads
+    (every link scored) are dict's own."""
+
+    __slots__ = ("changes", "new")
+
+    def __init__(self, items: Iterable = ()) -> None:
+        super().__init__()
+        self.changes: dict = {}  # key -> [delta per field] not pushed yet
+        self.new: list = []  # (key, plain _Yield) added by the learner since the last sync
+        for key, stats in items:
+            dict.__setitem__(self, key, _counts(key, self.changes, _values(stats)))
+
+    def __setitem__(self, key, value) -> None:
+        if type(value) is not _Counts:
+            self.new.append((key, value))
+        dict.__setitem__(self, key, value)
+
+    def settle(self) -> None:
+        """Note the places added since the last sync (their counts so far are this worker's) and
+        make them ``_Counts``, so their later counts are noted as they change."""
+        changes, get = self.changes, self.changes.get
+        for key, stats in self.new:
+            values = _values(stats)
+            change = get(key)
+            if change is None:
+                changes[key] = list(values)
+            else:  # the place was pushed out (``max_nodes``) and came back
+                change[:] = map(operator.add, change, values)
+            if dict.get(self, key) is stats:
+                dict.__setitem__(self, key, _counts(key, changes, values))
+        self.new.clear()
+
+    def add(self, keys: list, flat: list, limit: int | None) -> None:
+        """Another worker's counts (``flat``: ``len(FIELDS)`` a key), not noted as this worker's; a
+        new place beyond ``limit`` places pushes out the oldest, as the learner does."""
+        width, changes, get = len(FIELDS), self.changes, dict.get
+        for i, key in enumerate(keys):
+            delta = flat[i * width:(i + 1) * width]
+            stats = get(self, key)
+            if stats is None:
+                dict.__setitem__(self, key, _counts(key, changes, delta))
+                if limit is not None and len(self) > limit:
+                    self.pop(next(iter(self)))
+            else:
+                for setter, value, now in zip(_SETTERS, delta, _values(stats)):
+                    setter(stats, now + value)
+
+    def reset(self) -> None:
+        dict.clear(self)
+        self.changes.clear()
+        self.new.clear()
+
+    def __reduce__(self):
+        return dict, (dict(self),)
+
+
+class _Batch:
+    """The wire form of a batch or a snapshot: a JSON header (origin, seq, the counts' keys and
+    deltas, small sums) and numpy arrays, bytes after bytes. A snapshot is a batch applied to an
+    empty learner."""
+
+    ARRAYS = (("idx", np.uint32), ("w_delta", np.float64), ("g2_delta", np.float32), ("t_positive", np.float32),
+              ("t_total", np.float32), ("t_words", np.uint32))
+
+    def __init__(self, header: dict, arrays: dict[str, np.ndarray]):
+        self.header = header
+        self.arrays = arrays
+
+    def encode(self) -> bytes:
+        parts, sizes = [], []
+        for name, dtype in self.ARRAYS:
+            array = np.ascontiguousarray(self.arrays.get(name, np.zeros(0, dtype)), dtype=dtype)
+            parts.append(array.tobytes())
+            sizes.append(len(array))
+        head = json.dumps({**self.header, "v": FORMAT, "sizes": sizes}, separators=(",", ":")).encode()
+        return _HEAD.pack(len(head)) + head + b"".join(parts)
+
+    @classmethod
+    def decode(cls, blob: bytes) -> _Batch | None:
+        """The batch; None for a batch of another format."""
+        (size,) = _HEAD.unpack_from(blob)
+        header = json.loads(blob[_HEAD.size:_HEAD.size + size])
+        if header.get("v") != FORMAT:
+            return None
+        offset, arrays = _HEAD.size + size, {}
+        for (name, dtype), count in zip(cls.ARRAYS, header["sizes"]):
+            arrays[name] = np.frombuffer(blob, dtype=dtype, count=count, offset=offset)
+            offset += count * np.dtype(dtype).itemsize
+        return cls(header, arrays)
+
+
+class LearnerSync:
+    """This worker's side of the shared learner. ``client``: a redis-py client that returns bytes
+    (``connection.connect``'s); ``keys``: the crawl's ``Keys``; ``worker_id``: a name for logs
+    (each process adds a random token to it, so a restarted worker is a new origin).
+
+    A sync runs on the caller's thread (the reactor's): the client's socket timeout and retries
+    bound how long it may hold it when Redis is slow or gone, so give it short ones; the next
+    period is the retry. Call ``maybe_sync`` once the learner has its starting weights
+    (``use_link_model``): the first call joins the crawl's learner."""
+
+    def __init__(self, client: redis.Redis, keys, worker_id: str, period: float = SYNC_PERIOD):
+        self.client = client
+        self.period = period
+        self.origin = f"{worker_id}/{os.urandom(4).hex()}"
+        self.stream = keys("learner", "stream")
+        self.counter = keys("learner", "added")
+        self.meta_key = keys("learner", "snapshot", "meta")
+        self.snapshot_key = keys("learner", "snapshot")
+        self.floor_key = keys("learner", "floor")
+        self.claim_key = keys("learner", "snapshot", "claim")
+        self._sync_script = client.register_script(_SYNC)
+        self._snapshot_script = client.register_script(_WRITE_SNAPSHOT)
+        self._due = float("-inf")
+        self.learner = None
+        self.joined = False
+        self.last_id = "0-0"  # the stream entry read last
+        self.last_n = 0  # its number (entries ever added)
+        self.seen: dict[str, int] = {}  # origin -> the last of its batches applied here
+        self.seq = 0  # this worker's batches pushed
+        self.unsent: tuple[int, bytes] | None = None  # a batch whose push has not been acknowledged
+        self.failures = 0  # syncs failed in a row
+        self._diffs = 0  # batches taken
+        self.stats = {"syncs": 0, "failed": 0, "pushed_bytes": 0, "batches_applied": 0, "observations_applied": 0,
+                      "snapshots_written": 0, "joins": 0}
+
+    # --- the scheduler's side ----------------------------------------------------------------------
+    def maybe_sync(self, learner, now: float) -> bool:
+        """Sync when a period has passed since the last one (else a float comparison, nothing
+        more). True when the learner took up other workers' learning: its ``version`` moved, so
+        the frontier's entries are stale (the rescorer's ``learner_updated``)."""
+        if now < self._due:
+            return False
+        self._due = now + self.period
+        version = learner.version
+        try:
+            self.sync(learner)
+            self.failures = 0
+        except redis.RedisError as exc:
+            # the crawl goes on with its local learner; a later sync sends what this one could not
+            self.failures += 1
+            self.stats["failed"] += 1
+            wait = min(self.period * 2 ** (self.failures - 1), max(self.period, MAX_BACKOFF))
+            self._due = now + wait
+            logger.warning("learner sync with Redis failed (retried in %.1f s): %s", wait, exc)
+        return learner.version != version
+
+    def close(self, learner) -> None:
+        """A worker stopping pushes what it learned since its last sync (a failure is logged)."""
+        if learner is self.learner and self.joined:
+            try:
+                self.sync(learner)
+            except redis.RedisError as exc:
+                logger.warning("the learner's last sync with Redis failed: %s", exc)
+
+    def sync(self, learner) -> None:
+        """One exchange now (``maybe_sync`` paces them). Raises Redis' errors."""
+        if learner is not self.learner:  # the first sync, or a learner restored from a checkpoint
+            self._attach(learner)
+        if not self.joined:
+            self._join()
+        for table in self._tables:
+            table.settle()
+        if self.unsent is None:
+            self.unsent = self._take_batch()
+        batches = [] if self.unsent is None else [self.origin, str(self.unsent[0]), self.unsent[1]]
+        floor, meta, entries = self._sync_script(
+            keys=[self.stream, self.counter, self.meta_key, self.floor_key],
+            args=[MAX_ENTRIES, self.last_id, READ_CHUNK, self.origin, *batches])
+        if self.unsent is not None:
+            self.stats["pushed_bytes"] += len(self.unsent[1])
+            self.unsent = None
+        self.stats["syncs"] += 1
+        if meta is None:  # the shared state is gone (Redis flushed): this learner starts it again
+            self.joined = False
+            self._join()
+        elif floor is not None and _id(floor) > _id(self.last_id):  # entries not read yet were trimmed
+            logger.warning("the learner sync fell behind the shared stream; starting again from its snapshot")
+            self.joined = False
+            self._join()
+        else:
+            self._apply_entries(entries, own=False)
+            if len(entries) >= READ_CHUNK:
+                self._due = float("-inf")  # more to read: at the next call, not a period later
+            elif self.last_n - int(meta.split()[1]) >= SNAPSHOT_EVERY:
+                self._write_snapshot()
+
+    # --- joining ----------------------------------------------------------------------------------
+    def _attach(self, learner) -> None:
+        """Track the learner's changes: its place tables note what the learner counts, and the
+        arrays are compared with their state at the last sync (``_base``)."""
+        self.learner = learner
+        for name in TABLES:
+            table = getattr(learner, name)
+            if not isinstance(table, _Table):
+                setattr(learner, name, _Table(table.items()))
+        self._tables = [getattr(learner, name) for name in TABLES]
+        self._new_changes: dict = {}
+        learner.new_hosts = _counts("new", self._new_changes, _values(learner.new_hosts))
+        self.joined = False
+
+    def _rebase(self) -> None:
+        """What the learner holds now is shared: the next push sends only what changes after."""
+        learner, words = self.learner, self.learner.words
+        self._base = {"coef": learner.model.coef_.copy(), "g2": learner.model._g2.copy(),
+                      "observations": learner.observations}
+        if learner.learn_words:
+            self._base.update(positive=words.positive.copy(), total=words.total.copy(), is_word=words.is_word.copy(),
+                              links=(words.links, words.positive_links))
+        for table in self._tables:
+            table.settle()  # places added since are tracked from now on
+            table.changes.clear()
+        self._new_changes.clear()
+
+    def _join(self) -> None:
+        """Take the crawl's shared learner over (the snapshot, then the stream after it), or, where
+        there is none yet, make this one the crawl's."""
+        self.stats["joins"] += 1
+        for _attempt in range(3):
+            snapshot = self.client.get(self.snapshot_key)
+            if snapshot is None:
+                self.seen = {self.origin: self.seq}
+                if self._put_snapshot("0-0", 0):
+                    self.last_id, self.last_n = "0-0", 0
+                    self._rebase()
+                    self.joined = True
+                    return
+                continue  # another worker's came first
+            taken = _Batch.decode(snapshot)
+            if taken is None:  # written by another release: this worker keeps its learner to itself
+                raise redis.RedisError("the crawl's learner snapshot in Redis is of another format")
+            self._adopt(taken)
+            if self._drain():
+                self.joined = True
+                return
+        raise redis.RedisError("the learner's shared stream was trimmed faster than it could be read")
+
+    def _adopt(self, snapshot: _Batch) -> None:
+        """Replace the learner's shared state by the snapshot's."""
+        learner = self.learner
+        model = learner.model
+        model.coef_.fill(0.0)
+        model._g2.fill(1.0)
+        for table in self._tables:
+            table.reset()
+        for setter in _SETTERS:
+            setter(learner.new_hosts, 0)
+        if learner.learn_words:
+            words = learner.words
+            words.positive.fill(0.0)
+            words.total.fill(0.0)
+            words.is_word.fill(False)
+            words.links = words.positive_links = 0.0
+        self._rebase()
+        self._apply(snapshot)
+        header = snapshot.header
+        self.last_id, self.last_n = header["id"], header["n"]
+        self.seen = dict(header["seen"])
+        learner.version += 1
+
+    def _drain(self) -> bool:
+        """Read the stream after the snapshot taken over, this worker's own batches too (those it
+        pushed before are not in the snapshot). False when it was trimmed meanwhile."""
+        while True:
+            floor, _meta, entries = self._sync_script(
+                keys=[self.stream, self.counter, self.meta_key, self.floor_key],
+                args=[MAX_ENTRIES, self.last_id, READ_CHUNK, ""])
+            if floor is not None and _id(floor) > _id(self.last_id):
+                return False
+            self._apply_entries(entries, own=True)
+            if len(entries) < READ_CHUNK:
+                break
+        if self.unsent is not None:
+            if self.unsent[0] <= self.seen.get(self.origin, 0):
+                self.unsent = None  # it did reach the stream
+            else:
+                # it never reached the stream: the snapshot replaced the learning it carried, so
+                # it is applied here again, and sent at the next sync
+                self._apply(_Batch.decode(self.unsent[1]))
+        self.seen[self.origin] = self.seq
+        return True
+
+    # --- pushing ----------------------------------------------------------------------------------
+    def _take_batch(self) -> tuple[int, bytes] | None:
+        """This worker's changes since the last push, as a batch; None when nothing changed. What it
+        holds counts as pushed from now on (``unsent`` keeps it until Redis took it)."""
+        learner, base = self.learner, self._base
+        moved = np.flatnonzero(learner.model.coef_ != base["coef"])
+        self._diffs += 1
+        if "positive" in base and self._diffs % FULL_DIFF_EVERY == 0:
+            words = learner.words
+            counted = np.flatnonzero((words.positive != base["positive"]) | (words.total != base["total"]))
+            moved = np.union1d(moved, counted)
+        header: dict = {"obs": learner.observations - base["observations"]}
+        base["observations"] = learner.observations
+        arrays: dict = {}
+        changed = bool(len(moved))
+        if changed:
+            arrays["idx"] = moved
+            for name, current, old in self._arrays():
+                arrays[name] = current[moved] - old[moved]
+                old[moved] = current[moved]
+        for name, table in zip(TABLES, self._tables):
+            deltas = {key: change for key, change in table.changes.items() if any(change)}
+            table.changes.clear()
+            if deltas:
+                header[name] = [list(deltas), [v for change in deltas.values() for v in change]]
+                changed = True
+        new = self._new_changes.pop("new", None)
+        if new is not None and any(new):
+            header["new"] = new
+            changed = True
+        if "positive" in base:
+            words = learner.words
+            marked = np.flatnonzero(words.is_word & ~base["is_word"])
+            links = (words.links - base["links"][0], words.positive_links - base["links"][1])
+            if len(marked) or any(links):
+                arrays["t_words"] = marked
+                base["is_word"][marked] = True
+                header["links"] = links
+                base["links"] = (words.links, words.positive_links)
+                changed = True
+        if not changed:
+            return None
+        self.seq += 1
+        self.seen[self.origin] = self.seq
+        header.update(o=self.origin, s=self.seq)
+        return self.seq, _Batch(header, arrays).encode()
+
+    def _arrays(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """The learner's arrays a batch carries at its indices: (name in a batch, the array, its
+        state at the last sync). The link word counts move where the weights do (a link whose words
+        are counted is a link trained), so the weights' moves find theirs; the rare count that moves
+        alone (a link's label changed while its weight stood still) waits for the next full
+        comparison of the counts, every FULL_DIFF_EVERY syncs."""
+        model, base = self.learner.model, self._base
+        out = [("w_delta", model.coef_, base["coef"]), ("g2_delta", model._g2, base["g2"])]
+        if "positive" in base:
+            words = self.learner.words
+            out += [("t_positive", words.positive, base["positive"]), ("t_total", words.total, base["total"])]
+        return out
+
+    # --- pulling ----------------------------------------------------------------------------------
+    def _apply_entries(self, entries: list, own: bool) -> None:
+        """Apply the entries read, each batch once, and move the learner's version when any was.
+        ``own``: this worker's batches are in them (after a snapshot was taken over), to be applied
+        like the others' when newer than it."""
+        moved = False
+        for entry in entries:
+            self.last_id, self.last_n = entry[0].decode(), int(entry[1])
+            if len(entry) < 5:
+                continue  # this worker's own, left out by Redis
+            origin, seq = entry[2].decode(), int(entry[3])
+            if seq <= self.seen.get(origin, 0) or (origin == self.origin and not own):
+                continue
+            self.seen[origin] = seq
+            batch = _Batch.decode(entry[4])
+            if batch is None:
+                logger.warning("skipped a learner batch of another format from %s", origin)
+                continue
+            self._apply(batch)
+            self.stats["batches_applied"] += 1
+            self.stats["observations_applied"] += batch.header.get("obs", 0)
+            moved = True
+        if moved:
+            self.learner.version += 1
+
+    def _apply(self, batch: _Batch) -> None:
+        """Add a batch's deltas to the learner and to what it is compared with (``_base``): they
+        are not this worker's to push."""
+        learner, base, header, arrays = self.learner, self._base, batch.header, batch.arrays
+        idx = arrays["idx"]
+        for name, current, old in self._arrays() if len(idx) else ():
+            delta = arrays[name]
+            if len(delta) == len(idx):  # a batch of a worker that does not learn words has none
+                current[idx] += delta
+                old[idx] += delta
+        for name, table in zip(TABLES, self._tables):
+            if name in header:
+                table.add(*header[name], learner.max_nodes if name == "children" else None)
+        if "new" in header:
+            for setter, value, now in zip(_SETTERS, header["new"], _values(learner.new_hosts)):
+                setter(learner.new_hosts, now + value)
+            learner._unseen_host = learner.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
+        if "links" in header and "positive" in base:
+            words, marked = learner.words, arrays["t_words"]
+            words.is_word[marked] = True
+            base["is_word"][marked] = True
+            links, positive_links = header["links"]
+            words.links += links
+            words.positive_links += positive_links
+            base["links"] = (base["links"][0] + links, base["links"][1] + positive_links)
+
+    # --- snapshots --------------------------------------------------------------------------------
+    def _snapshot(self, stream_id: str, n: int) -> bytes:
+        """The learner's shared state as a batch to an empty learner, as of stream entry
+        ``stream_id`` (every batch up to it is in it, none after)."""
+        learner = self.learner
+        model = learner.model
+        touched = (model.coef_ != 0.0) | (model._g2 != 1.0)
+        if learner.learn_words:
+            touched |= learner.words.total != 0.0
+        touched = np.flatnonzero(touched)
+        arrays = {"idx": touched, "w_delta": model.coef_[touched], "g2_delta": model._g2[touched] - 1.0}
+        header: dict = {"id": stream_id, "n": n, "seen": self.seen, "o": self.origin, "s": self.seq,
+                        "new": list(_values(learner.new_hosts))}
+        for name, table in zip(TABLES, self._tables):
+            header[name] = [list(table), [value for stats in table.values() for value in _values(stats)]]
+        if learner.learn_words:
+            words = learner.words
+            arrays.update(t_positive=words.positive[touched], t_total=words.total[touched],
+                          t_words=np.flatnonzero(words.is_word))
+            header["links"] = (words.links, words.positive_links)
+        return _Batch(header, arrays).encode()
+
+    def _put_snapshot(self, stream_id: str, n: int) -> bool:
+        blob = self._snapshot(stream_id, n)
+        written = self._snapshot_script(
+            keys=[self.meta_key, self.snapshot_key, self.stream, self.floor_key, self.claim_key],
+            args=[stream_id, n, blob, self.origin])
+        return bool(written)
+
+    def _write_snapshot(self) -> None:
+        """Write the merged state as the crawl's snapshot, unless another worker is at it."""
+        if not self.client.set(self.claim_key, self.origin, nx=True, px=SNAPSHOT_CLAIM_MS):
+            return
+        if self._put_snapshot(self.last_id, self.last_n):
+            self.stats["snapshots_written"] += 1
+
+
+__all__ = ["LearnerSync", "SYNC_PERIOD", "SNAPSHOT_EVERY", "MAX_ENTRIES"]

@@ -1,0 +1,355 @@
+"""The shared frontier's atomic steps, as Lua scripts run inside Redis.
+
+Keys of a crawl (``P`` = ``focus:{CRAWL_ID}:``, passed as ARGV[1]; every key shares the crawl's
+hash tag, so on a Redis Cluster they all live on one node)::
+
+    P q:HOST      ZSET   the host's queued records, all of score 0: ordered as bytes (memcmp), so
+                         the best record (the smallest: frontier/records.py) comes first
+    P ready       ZSET   score 0, member KEY(best record of the host) .. HOST: hosts whose time has
+                         come and that nobody holds, best first across all hosts (global priority)
+    P waiting     ZSET   score: when the host may be contacted again; member HOST
+    P state       HASH   HOST -> R (in ready), W (in waiting), B (leased to a worker), I (idle: nothing queued)
+    P rkey        HASH   HOST -> the KEY under which a ready host is filed
+    P at          HASH   HOST -> when the host may be contacted again (server time, seconds)
+    P lease       HASH   HOST -> token (WORKER:N) of the worker that holds the host
+    P leaserec    HASH   HOST -> the record the holder popped and has not put back (its request
+                         is being fetched): put back in the queue if the lease is reaped
+    P leases      ZSET   HOST by the time its lease expires at the latest
+    P work        HASH   WORKER \n URL -> HOST \n RECORD: a page fetched whose links are not all
+                         queued yet (its item is not through the pipelines): queued again if its
+                         worker dies first, so that no page's links are lost
+    P workers     ZSET   WORKER by when its heartbeat expires
+    P size        STRING records queued in all
+    P hoststate   HASH   HOST -> JSON: its timing as its last holder knew it (latencies, back-off)
+    P robots      HASH   HOST -> JSON: its robots.txt as last fetched, by whichever worker
+    P requests    HASH   URL -> a queued request the codec cannot pack (robots.txt), pickled dict
+    P seq         STRING seq numbers handed out to workers, a block at a time
+    P stats       HASH   counters: leases reaped, work requeued, releases of a lost lease
+
+Time is the Redis server's (``TIME``), the one clock every worker shares, so a host's delay holds
+whichever worker fetched it last, on whichever machine. Bytes are compared with a byte loop, never
+with Lua's ``<`` (which collates by the server's locale).
+"""
+
+from __future__ import annotations
+
+#: the order key and seq of a record (frontier/records.py KEY): what orders hosts in ``ready``
+KEY_BYTES = 12
+
+_COMMON = """
+local P = ARGV[1]
+local K = %(key)d
+local function now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) + tonumber(t[2]) / 1000000
+end
+local function less(a, b)
+  for i = 1, K do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return false
+end
+-- file a host nobody holds: ready if its time has come, else waiting; idle with nothing queued
+local function schedule(h, t)
+  local top = redis.call('ZRANGE', P .. 'q:' .. h, 0, 0)[1]
+  if not top then
+    redis.call('HSET', P .. 'state', h, 'I')
+    return
+  end
+  local at = tonumber(redis.call('HGET', P .. 'at', h) or '0')
+  if at <= t then
+    local rk = string.sub(top, 1, K)
+    redis.call('ZADD', P .. 'ready', 0, rk .. h)
+    redis.call('HSET', P .. 'rkey', h, rk)
+    redis.call('HSET', P .. 'state', h, 'R')
+  else
+    redis.call('ZADD', P .. 'waiting', at, h)
+    redis.call('HSET', P .. 'state', h, 'W')
+  end
+end
+-- take a host out of ready or waiting (before it is leased or re-filed)
+local function unfile(h, st)
+  if st == 'R' then
+    local rk = redis.call('HGET', P .. 'rkey', h)
+    if rk then redis.call('ZREM', P .. 'ready', rk .. h) end
+    redis.call('HDEL', P .. 'rkey', h)
+  elseif st == 'W' then
+    redis.call('ZREM', P .. 'waiting', h)
+  end
+end
+-- a held host given up (its worker died or its lease ran out): its record in flight goes back
+local function reap_host(h, t)
+  local rec = redis.call('HGET', P .. 'leaserec', h)
+  if rec then
+    if redis.call('ZADD', P .. 'q:' .. h, 0, rec) == 1 then redis.call('INCR', P .. 'size') end
+  end
+  redis.call('HDEL', P .. 'leaserec', h)
+  redis.call('HDEL', P .. 'lease', h)
+  redis.call('ZREM', P .. 'leases', h)
+  schedule(h, t)
+end
+""" % {"key": KEY_BYTES}
+
+#: ARGV: P, HOST, RECORD... -> records queued in the crawl (a record already queued is not added twice)
+PUSH = _COMMON + """
+local h = ARGV[2]
+local q = P .. 'q:' .. h
+local added, best = 0, nil
+for i = 3, #ARGV do
+  local rec = ARGV[i]
+  if redis.call('ZADD', q, 0, rec) == 1 then
+    added = added + 1
+    if not best or less(rec, best) then best = rec end
+  end
+end
+if added == 0 then return tonumber(redis.call('GET', P .. 'size') or '0') end
+local size = redis.call('INCRBY', P .. 'size', added)
+local st = redis.call('HGET', P .. 'state', h)
+if st == 'R' then
+  local rk = redis.call('HGET', P .. 'rkey', h)
+  local nk = string.sub(best, 1, K)
+  if not rk or less(nk, rk) then
+    if rk then redis.call('ZREM', P .. 'ready', rk .. h) end
+    redis.call('ZADD', P .. 'ready', 0, nk .. h)
+    redis.call('HSET', P .. 'rkey', h, nk)
+  end
+elseif st ~= 'B' and st ~= 'W' then
+  schedule(h, now())
+end
+return size
+"""
+
+#: ARGV: P, WORKER, LEASE_SECONDS, PROMOTE_LIMIT -> {HOST, RECORD, TOKEN, -1, HOSTSTATE, ROBOTS} or
+#: {false, false, false, WAIT} (WAIT: seconds until the next waiting host's time, -1 when none
+#: waits; HOSTSTATE, ROBOTS: what the host's holders knew of it, see RELEASE, or false)
+POP = _COMMON + """
+local t = now()
+local due = redis.call('ZRANGEBYSCORE', P .. 'waiting', '-inf', t, 'LIMIT', 0, tonumber(ARGV[4]))
+for _, h in ipairs(due) do
+  redis.call('ZREM', P .. 'waiting', h)
+  schedule(h, t)
+end
+for _ = 1, 64 do
+  local best = redis.call('ZRANGE', P .. 'ready', 0, 0)[1]
+  if not best then break end
+  local h = string.sub(best, K + 1)
+  redis.call('ZREM', P .. 'ready', best)
+  redis.call('HDEL', P .. 'rkey', h)
+  local popped = redis.call('ZPOPMIN', P .. 'q:' .. h)
+  if popped[1] then
+    redis.call('DECR', P .. 'size')
+    local token = ARGV[2] .. ':' .. redis.call('INCR', P .. 'leaseseq')
+    redis.call('HSET', P .. 'state', h, 'B')
+    redis.call('HSET', P .. 'lease', h, token)
+    redis.call('HSET', P .. 'leaserec', h, popped[1])
+    redis.call('ZADD', P .. 'leases', t + tonumber(ARGV[3]), h)
+    return {h, popped[1], token, -1, redis.call('HGET', P .. 'hoststate', h) or false,
+            redis.call('HGET', P .. 'robots', h) or false}
+  end
+  redis.call('HSET', P .. 'state', h, 'I')
+end
+local w = redis.call('ZRANGE', P .. 'waiting', 0, 0, 'WITHSCORES')
+local wait = -1
+if w[2] then wait = math.max(0, tonumber(w[2]) - t) end
+return {false, false, false, tostring(wait)}
+"""
+
+#: ARGV: P, HOST, TOKEN, N -> the host's N best records, or false when the lease is not TOKEN's.
+#: The holder re-scores stale ones at the top of its host's queue (nobody else pops from it).
+PEEK = """
+local P = ARGV[1]
+if redis.call('HGET', P .. 'lease', ARGV[2]) ~= ARGV[3] then return false end
+return redis.call('ZRANGE', P .. 'q:' .. ARGV[2], 0, tonumber(ARGV[4]) - 1)
+"""
+
+#: ARGV: P, HOST, TOKEN, BACK, TAKEN -> 1: the holder's record in flight becomes TAKEN, taken out
+#: of the queue, and BACK (the one popped, re-scored) goes back into it; 0: TAKEN was not queued
+#: (another worker re-scored it meanwhile: its new record stays queued), BACK is the record in
+#: flight. BACK '' with TAKEN the popped record re-scored: it becomes the record in flight. -1:
+#: not TOKEN's lease.
+RETAKE = """
+local P = ARGV[1]
+local h = ARGV[2]
+if redis.call('HGET', P .. 'lease', h) ~= ARGV[3] then return -1 end
+local q = P .. 'q:' .. h
+if ARGV[4] == '' then
+  redis.call('HSET', P .. 'leaserec', h, ARGV[5])
+  return 1
+end
+if redis.call('ZREM', q, ARGV[5]) == 0 then
+  redis.call('HSET', P .. 'leaserec', h, ARGV[4])
+  return 0
+end
+redis.call('ZADD', q, 0, ARGV[4])
+redis.call('HSET', P .. 'leaserec', h, ARGV[5])
+return 1
+"""
+
+#: ARGV: P, HOST, TOKEN, OLD_1, NEW_1, OLD_2, NEW_2, ... -> records replaced. A record another
+#: worker removed meanwhile (a background re-scoring of the same host) is not put back.
+#: TOKEN '' for a host the caller does not hold (background re-scoring): then a ready host is
+#: re-filed under its new best.
+SWAP = _COMMON + """
+local h, token = ARGV[2], ARGV[3]
+if token ~= '' and redis.call('HGET', P .. 'lease', h) ~= token then return -1 end
+local q = P .. 'q:' .. h
+local n = 0
+for i = 4, #ARGV - 1, 2 do
+  if redis.call('ZREM', q, ARGV[i]) == 1 then
+    redis.call('ZADD', q, 0, ARGV[i + 1])
+    n = n + 1
+  end
+end
+if token == '' and n > 0 and redis.call('HGET', P .. 'state', h) == 'R' then
+  unfile(h, 'R')
+  schedule(h, now())
+end
+return n
+"""
+
+#: ARGV: P, HOST, TOKEN, WORKER, RECORD -> the lease's record in flight put back in the queue (a
+#: request held back, or sent to robots.txt first); the host stays held. -1: not TOKEN's lease.
+REQUEUE = """
+local P = ARGV[1]
+local h = ARGV[2]
+if redis.call('HGET', P .. 'lease', h) ~= ARGV[3] then return -1 end
+redis.call('HDEL', P .. 'leaserec', h)
+local added = redis.call('ZADD', P .. 'q:' .. h, 0, ARGV[5])
+if added == 1 then redis.call('INCR', P .. 'size') end
+return added
+"""
+
+#: ARGV: P, HOST, TOKEN, WORKER, DELAY, URL, HOSTSTATE, ROBOTS -> 1, or -1 when the lease is not TOKEN's
+#: (it was reaped: counted). The host may be contacted DELAY seconds from now (server time),
+#: whichever worker asks; URL (may be ''): the page fetched under the lease, now work of WORKER
+#: until done; HOSTSTATE, ROBOTS (may be ''): what this worker knows of the host (its timing; its
+#: robots.txt, when fetched under this lease), handed to its next holders.
+RELEASE = _COMMON + """
+local h, token = ARGV[2], ARGV[3]
+if redis.call('HGET', P .. 'lease', h) ~= token then
+  redis.call('HINCRBY', P .. 'stats', 'lost_releases', 1)
+  return -1
+end
+local t = now()
+local at = math.max(tonumber(redis.call('HGET', P .. 'at', h) or '0'), t + tonumber(ARGV[5]))
+redis.call('HSET', P .. 'at', h, at)
+local rec = redis.call('HGET', P .. 'leaserec', h)
+if rec and ARGV[6] ~= '' then
+  redis.call('HSET', P .. 'work', ARGV[4] .. '\\n' .. ARGV[6], h .. '\\n' .. rec)
+end
+if ARGV[7] ~= '' then redis.call('HSET', P .. 'hoststate', h, ARGV[7]) end
+if ARGV[8] ~= '' then redis.call('HSET', P .. 'robots', h, ARGV[8]) end
+redis.call('HDEL', P .. 'leaserec', h)
+redis.call('HDEL', P .. 'lease', h)
+redis.call('ZREM', P .. 'leases', h)
+schedule(h, t)
+return 1
+"""
+
+#: ARGV: P, WORKER, TTL, URL... -> the pages done (their links queued): no longer work; the
+#: worker's heartbeat renewed
+DONE = """
+local P = ARGV[1]
+local w = ARGV[2]
+local t = redis.call('TIME')
+redis.call('ZADD', P .. 'workers', tonumber(t[1]) + tonumber(ARGV[3]), w)
+local n = 0
+for i = 4, #ARGV do
+  n = n + redis.call('HDEL', P .. 'work', w .. '\\n' .. ARGV[i])
+end
+return n
+"""
+
+#: ARGV: P, WORKER, TTL, HOST... -> the worker's heartbeat, and the leases of the hosts it holds
+#: (requests in flight) extended by TTL
+HEARTBEAT = """
+local P = ARGV[1]
+local t = redis.call('TIME')
+local until_ = tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[3])
+redis.call('ZADD', P .. 'workers', until_, ARGV[2])
+local prefix = ARGV[2] .. ':'
+for i = 4, #ARGV do
+  local token = redis.call('HGET', P .. 'lease', ARGV[i])
+  if token and string.sub(token, 1, #prefix) == prefix then
+    redis.call('ZADD', P .. 'leases', 'XX', until_, ARGV[i])
+  end
+end
+return 1
+"""
+
+#: ARGV: P, LIMIT -> {leases reaped, work requeued, workers gone}: the leases that ran out (their
+#: worker died, or stalled past the lease) and the work of workers whose heartbeat stopped go back
+#: to the queues. Idempotent; any worker may run it.
+REAP = _COMMON + """
+local t = now()
+local limit = tonumber(ARGV[2])
+local reaped = 0
+for _, h in ipairs(redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', t, 'LIMIT', 0, limit)) do
+  reap_host(h, t)
+  reaped = reaped + 1
+end
+local requeued, gone = 0, 0
+local dead = redis.call('ZRANGEBYSCORE', P .. 'workers', '-inf', t, 'LIMIT', 0, 16)
+for _, w in ipairs(dead) do
+  local prefix = w .. '\\n'
+  local cursor = '0'
+  repeat
+    local page = redis.call('HSCAN', P .. 'work', cursor, 'MATCH', w .. '\\n*', 'COUNT', 512)
+    cursor = page[1]
+    local items = page[2]
+    for i = 1, #items, 2 do
+      local value = items[i + 1]
+      local cut = string.find(value, '\\n', 1, true)
+      local h = string.sub(value, 1, cut - 1)
+      local rec = string.sub(value, cut + 1)
+      if redis.call('ZADD', P .. 'q:' .. h, 0, rec) == 1 then
+        redis.call('INCR', P .. 'size')
+        local st = redis.call('HGET', P .. 'state', h)
+        if st == 'I' or not st then schedule(h, t) elseif st == 'R' then unfile(h, 'R'); schedule(h, t) end
+      end
+      redis.call('HDEL', P .. 'work', items[i])
+      requeued = requeued + 1
+    end
+  until cursor == '0'
+  redis.call('ZREM', P .. 'workers', w)
+  gone = gone + 1
+end
+if reaped > 0 then redis.call('HINCRBY', P .. 'stats', 'leases_reaped', reaped) end
+if requeued > 0 then redis.call('HINCRBY', P .. 'stats', 'work_requeued', requeued) end
+return {reaped, requeued, gone}
+"""
+
+#: ARGV: P, HOST -> the host's queue emptied (its robots.txt forbids everything): the records dropped
+DROP_HOST = _COMMON + """
+local h = ARGV[2]
+local q = P .. 'q:' .. h
+local recs = redis.call('ZRANGE', q, 0, -1)
+if #recs > 0 then
+  redis.call('DEL', q)
+  redis.call('DECRBY', P .. 'size', #recs)
+end
+local st = redis.call('HGET', P .. 'state', h)
+if st == 'R' or st == 'W' then
+  unfile(h, st)
+  redis.call('HSET', P .. 'state', h, 'I')
+end
+return recs
+"""
+
+#: ARGV: P, HOST, RECORD... -> records removed (a prune of the worst records of the crawl)
+DROP = _COMMON + """
+local h = ARGV[2]
+local q = P .. 'q:' .. h
+local n = 0
+for i = 3, #ARGV do n = n + redis.call('ZREM', q, ARGV[i]) end
+if n > 0 then
+  redis.call('DECRBY', P .. 'size', n)
+  local st = redis.call('HGET', P .. 'state', h)
+  if st == 'R' or st == 'W' then unfile(h, st); schedule(h, now()) end
+end
+return n
+"""
+
+__all__ = ["DONE", "DROP", "DROP_HOST", "HEARTBEAT", "KEY_BYTES", "PEEK", "POP", "PUSH", "REAP", "RELEASE",
+           "REQUEUE", "RETAKE", "SWAP"]

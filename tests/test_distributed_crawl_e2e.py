@@ -1,0 +1,147 @@
+"""End to end: several ``scrapy crawl focused`` processes share one crawl through a real Redis,
+over the demo web served by the replay proxy; audited from the server's side."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from focuscrawl.politeness.audit import audit_report, load_log
+from focuscrawl.replay import RecordedWeb, ReplayProxy
+
+pytestmark = pytest.mark.e2e
+
+DELAY = 0.1
+
+
+def start_worker(index: int, out: Path, seeds: Path, model: Path, proxy_url: str, redis_url: str,
+                 extra: list[str] = ()) -> subprocess.Popen:
+    env = dict(os.environ, SCRAPY_SETTINGS_MODULE="focuscrawl.settings", http_proxy=proxy_url)
+    env.pop("https_proxy", None)
+    folder = out / f"w{index}"
+    folder.mkdir(parents=True, exist_ok=True)
+    args = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"seeds={seeds}", "-a", f"model={model}",
+            "-O", str(folder / "relevant.jsonl"), "-s", f"FOCUS_STORE={folder / 'crawl.db'}",
+            "-s", f"FOCUS_FRONTIER_URL={redis_url}", "-s", "FOCUS_CRAWL_ID=e2e",
+            "-s", f"DOWNLOAD_DELAY={DELAY}", "-s", "LOG_LEVEL=INFO", *extra]
+    return subprocess.Popen(args, cwd=folder, env=env, stdout=subprocess.DEVNULL,
+                            stderr=(folder / "crawl.log").open("w"))
+
+
+def wait_all(workers, timeout=180):
+    deadline = time.monotonic() + timeout
+    for worker in workers:
+        try:
+            worker.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for w in workers:
+                w.kill()
+            raise
+
+
+def items(out: Path, workers: int) -> list[dict]:
+    rows = []
+    for i in range(workers):
+        path = out / f"w{i}" / "relevant.jsonl"
+        if path.exists():
+            rows += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def shared_crawl(demo_web, demo_files, demo_model, tmp_path_factory, redis_server):
+    redis_server.flush()
+    out = tmp_path_factory.mktemp("shared")
+    log = out / "server.jsonl"
+    web = RecordedWeb.from_records(demo_web.records)
+    with ReplayProxy(web, robots=demo_web.robots, log_path=str(log)) as proxy:
+        workers = [start_worker(i, out, demo_files["seeds"], demo_model, proxy.url, redis_server.url)
+                   for i in range(2)]
+        wait_all(workers)
+    logs = [(out / f"w{i}" / "crawl.log").read_text() for i in range(2)]
+    for worker, text in zip(workers, logs, strict=True):
+        assert worker.returncode == 0, text[-3000:]
+    return {"out": out, "server": load_log(log), "logs": logs}
+
+
+def test_two_workers_share_the_crawl_politely(shared_crawl, demo_web):
+    records = shared_crawl["server"]
+    report = audit_report(records, robots=demo_web.robots, delays=DELAY)
+    assert report["violation_counts"] == {"gap": 0, "concurrency": 0, "disallowed": 0, "robots_not_first": 0,
+                                          "retry_after": 0, "excluded": 0}, report["violations"]
+    robots = Counter(r["host"] for r in records if r["path"] == "/robots.txt")
+    assert robots and max(robots.values()) == 1  # one worker fetched it, the other took its rules
+
+
+def test_both_workers_fetched_and_no_page_twice(shared_crawl):
+    pages = [r for r in shared_crawl["server"] if r["path"] != "/robots.txt"]
+    fetched = Counter(r["url"] for r in pages)
+    assert fetched and max(fetched.values()) == 1
+    for text in shared_crawl["logs"]:
+        assert "focus/requests_released" in text  # each worker took part
+    assert all("'focus/requests_released': 0" not in text for text in shared_crawl["logs"])
+
+
+def test_relevant_pages_are_exported_once_across_workers(shared_crawl):
+    rows = items(shared_crawl["out"], 2)
+    urls = Counter(row["url"] for row in rows)
+    assert rows and max(urls.values()) == 1
+
+
+def page_lines(log: Path) -> int:
+    try:
+        return sum(1 for line in log.read_text().splitlines() if line and "/robots.txt" not in line)
+    except FileNotFoundError:
+        return 0
+
+
+@pytest.fixture(scope="module")
+def killed_crawl(demo_web, demo_files, demo_model, tmp_path_factory, redis_server, shared_crawl):
+    """Three workers; worker 0 is killed with SIGKILL mid-crawl, the others finish the crawl."""
+    redis_server.flush()
+    out = tmp_path_factory.mktemp("killed")
+    log = out / "server.jsonl"
+    web = RecordedWeb.from_records(demo_web.records)
+    with ReplayProxy(web, robots=demo_web.robots, log_path=str(log)) as proxy:
+        workers = [start_worker(i, out, demo_files["seeds"], demo_model, proxy.url, redis_server.url,
+                                ["-s", "FOCUS_WORKER_TIMEOUT=3"]) for i in range(3)]
+        deadline = time.monotonic() + 120
+        while page_lines(log) < 120 and workers[0].poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert workers[0].poll() is None, "worker 0 finished before it could be killed"
+        os.kill(workers[0].pid, signal.SIGKILL)
+        wait_all(workers)
+    for i, worker in enumerate(workers[1:], start=1):
+        assert worker.returncode == 0, (out / f"w{i}" / "crawl.log").read_text()[-3000:]
+    with redis_server.client() as client:
+        stats = {k.decode(): int(v) for k, v in client.hgetall("focus:{e2e}:stats").items()}
+    return {"out": out, "server": load_log(log), "stats": stats}
+
+
+def fetched_pages(records) -> Counter:
+    return Counter(r["url"] for r in records if r["path"] != "/robots.txt" and r["status"] == 200)
+
+
+def test_a_killed_worker_loses_no_page(killed_crawl, shared_crawl):
+    """The crawl finishes without the dead worker: every page the uninterrupted crawl fetched is
+    fetched, and a page fetched twice is one the dead worker held (its lease or its work reaped)."""
+    fetched = fetched_pages(killed_crawl["server"])
+    assert set(fetched) == set(fetched_pages(shared_crawl["server"]))
+    twice = sum(n - 1 for n in fetched.values())
+    stats = killed_crawl["stats"]
+    assert stats.get("leases_reaped", 0) + stats.get("work_requeued", 0) >= 1
+    assert twice <= stats.get("leases_reaped", 0) + stats.get("work_requeued", 0)
+
+
+def test_a_killed_worker_breaks_no_politeness(killed_crawl, demo_web):
+    report = audit_report(killed_crawl["server"], robots=demo_web.robots, delays=DELAY)
+    assert report["violation_counts"]["gap"] == 0 and report["violation_counts"]["concurrency"] == 0, \
+        report["violations"]
