@@ -173,10 +173,26 @@ class StorePipeline:
             store.resume_crawl(latest)  # a JOBDIR crawled before crawl ids: its store's crawl
             self._remember(record)
             return True
+        elif (shared := self._shared_crawl_in_store()) is not None:
+            store.resume_crawl(shared)  # a worker of a shared crawl, started again: the crawl is the same
+            return True
         store.begin_crawl(model=self._model(), settings=self._settings(), jobdir=jobdir)
         if record:
             self._remember(record)
         return False
+
+    def _shared_crawl_in_store(self) -> int | None:
+        """The store's latest crawl when it is this worker's part of the same shared crawl (same
+        Redis, same FOCUS_CRAWL_ID): a worker killed and started again takes its part up again."""
+        if not self.config.frontier_url:
+            return None
+        crawls = self.store.crawls()
+        if not crawls:
+            return None
+        settings = crawls[-1]["settings"]
+        same = (settings.get("FOCUS_FRONTIER_URL") == self.config.frontier_url
+                and settings.get("FOCUS_CRAWL_ID", DEFAULTS.crawl_id) == self.config.crawl_id)
+        return crawls[-1]["id"] if same else None
 
     def _remember(self, record: str) -> None:
         """The crawl id in JOBDIR, written whole (temporary file, then rename)."""

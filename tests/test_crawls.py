@@ -229,3 +229,23 @@ def test_export_takes_the_latest_crawl_or_the_one_named(tmp_path):
     assert missing.returncode == 2 and "holds no crawl 9 (its crawls: 1, 2)" in missing.stderr
     bad = _export(tmp_path, "-o", "x.jsonl", "--crawl", "latest")
     assert bad.returncode == 2 and "--crawl must be a crawl id" in bad.stderr
+
+
+def test_a_worker_of_a_shared_crawl_started_again_takes_its_part_up(tmp_path, redis_url):
+    """No JOBDIR: the worker's store knows its part of the shared crawl by the Redis and crawl name."""
+    def opened_with(**settings):
+        crawler = get_crawler(settings_dict={"FOCUS_STORE": str(tmp_path / "w.db"), "FOCUS_FRONTIER_URL": redis_url,
+                                             **settings})
+        opened = []
+        crawler.signals.connect(lambda **kw: opened.append(kw), signal=focus_signals.crawl_opened, weak=False)
+        store = StorePipeline.from_crawler(crawler)
+        store.open_spider()
+        store.store.close()
+        return opened[0]
+
+    first = opened_with(FOCUS_CRAWL_ID="one")
+    again = opened_with(FOCUS_CRAWL_ID="one")
+    other = opened_with(FOCUS_CRAWL_ID="two")
+    assert (first["crawl_id"], first["resumed"]) == (1, False)
+    assert (again["crawl_id"], again["resumed"]) == (1, True)
+    assert (other["crawl_id"], other["resumed"]) == (2, False)
