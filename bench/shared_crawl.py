@@ -3,12 +3,13 @@ from the server's side, a worker killed with SIGKILL, and scaling.
 
     python bench/shared_crawl.py --workers 1,2,4 [--budget 1000] [--delay 0.25] [--topic course]
     python bench/shared_crawl.py --workers 3 --kill 0.4 --runs 3     # kill -9 one of 3 at 40%
-    python bench/shared_crawl.py --workers 1,2 --delay 0 --runs 3    # scaling: no delays
+    python bench/shared_crawl.py --workers 0,1,2 --delay 0 --runs 3 -s FOCUS_PATIENCE=0   # scaling
 
 Each configuration runs ``--runs`` times, alternated, each time with a fresh crawl on a throwaway
 ``redis-server`` and a fresh ReplayProxy over WebKB's WARC (``../shared/webkb``): ``N`` processes
 ``scrapy crawl focused -s FOCUS_FRONTIER_URL=redis://... -s FOCUS_BUDGET=B`` started together
 with the same seeds (the first to get there seeds the crawl), each with its own store and feed.
+``--workers 0`` is the baseline: one process whose frontier is in the process (no Redis).
 With ``--kill F``, worker 0 is killed with SIGKILL once the server has answered F x budget
 requests; the others finish the crawl.
 
@@ -63,12 +64,13 @@ def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, w
     killed_at = None
     with ReplayProxy(web, log_path=str(log)) as proxy:
         procs = []
-        for i in range(workers):
+        # 0 workers: one process with its frontier in the process, the baseline without Redis
+        shared = [f"FOCUS_FRONTIER_URL={server.url}", f"FOCUS_CRAWL_ID={CRAWL_ID}"] if workers else []
+        for i in range(max(1, workers)):
             folder = workdir / f"w{i}"
             folder.mkdir()
             argv = crawl_command(SEEDS, model, opts.budget, str(folder / "crawl.db"),
-                                 [f"DOWNLOAD_DELAY={opts.delay}", f"FOCUS_FRONTIER_URL={server.url}",
-                                  f"FOCUS_CRAWL_ID={CRAWL_ID}", *opts.set]) + ["-O", str(folder / "relevant.jsonl")]
+                                 [f"DOWNLOAD_DELAY={opts.delay}", *shared, *opts.set]) + ["-O", str(folder / "relevant.jsonl")]
             procs.append(subprocess.Popen(argv, env=proxy.crawl_env(), cwd=folder, stdout=subprocess.DEVNULL,
                                           stderr=(folder / "crawl.log").open("w")))
         deadline = time.monotonic() + opts.timeout
@@ -89,7 +91,7 @@ def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, w
     stats = {k.decode(): int(v) for k, v in client.hgetall(f"focus:{{{CRAWL_ID}}}:stats").items()}
     records = read_log(log)
     return {"records": records, "stats": stats, "killed_at": killed_at,
-            "exported": exported(workdir, workers)}
+            "exported": exported(workdir, max(1, workers))}
 
 
 def exported(workdir: Path, workers: int) -> Counter:
@@ -126,7 +128,8 @@ def figures(result: dict, relevance: Relevance, budget: int, delay: float) -> di
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", default="1,2,4", help="worker counts to run, comma-separated")
+    parser.add_argument("--workers", default="1,2,4",
+                        help="worker counts to run, comma-separated (0: one process without Redis, the baseline)")
     parser.add_argument("--budget", type=int, default=1000)
     parser.add_argument("--delay", type=float, default=0.25, help="DOWNLOAD_DELAY (default 0.25 s)")
     parser.add_argument("--kill", type=float, default=0.0, help="SIGKILL worker 0 at this share of the budget")

@@ -54,6 +54,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
+from focuscrawl import settings as project_settings  # noqa: E402
 from focuscrawl.politeness.audit import audit_report, format_report, load_log  # noqa: E402
 from soakprobe import rss_kib  # noqa: E402
 from soakproxy import SoakProxy  # noqa: E402
@@ -93,7 +94,8 @@ def crawl_argv(out: Path, model: Path, args) -> list[str]:
     if args.jobdir:
         argv += ["-s", f"JOBDIR={out / 'job'}"]
     if args.probe:
-        argv += ["-s", 'EXTENSIONS={"soakprobe.SoakProbe": 0}', "-s", f"SOAK_PROBE_FILE={out / 'probe.jsonl'}",
+        extensions = {**project_settings.EXTENSIONS, "soakprobe.SoakProbe": 0}  # the project's stay
+        argv += ["-s", f"EXTENSIONS={json.dumps(extensions)}", "-s", f"SOAK_PROBE_FILE={out / 'probe.jsonl'}",
                  "-s", f"SOAK_PROBE_TYPES={args.probe_types}", "-s", f"SOAK_PROBE_TRACEMALLOC={args.probe_tracemalloc}"]
     for setting in args.set:
         argv += ["-s", setting]

@@ -195,6 +195,10 @@ class FocusConfig:
     frontier_capacity: int = setting(
         "FOCUS_FRONTIER_CAPACITY", 1_000_000, _number(int, 1),
         "URLs the frontier holds; past it the lowest-priority are pruned (spilled with JOBDIR).")
+    memory_trim_seconds: float = setting(
+        "FOCUS_MEMORY_TRIM_SECONDS", 60.0, _number(float),
+        "Hand memory freed after a big page back to the OS every this many seconds (glibc's malloc_trim; "
+        "focuscrawl/memory.py), so a long crawl's resident memory is what it holds. 0: never.")
     frontier_url: str | None = setting(
         "FOCUS_FRONTIER_URL", None, _optional(_redis_url),
         "redis://HOST:PORT/DB of a frontier shared by several crawler processes (focuscrawl/distributed): "

@@ -71,6 +71,9 @@ DOWNLOADER_MIDDLEWARES = {
     "focuscrawl.network_guard.NetworkGuardMiddleware": 960,
 }
 
+# Resident memory that is what the crawl holds, not the high-water mark of its biggest page.
+EXTENSIONS = {"focuscrawl.memory.MemoryTrim": 0}
+
 # --- network safety: no fetch into private networks (focuscrawl/network_guard.py) -------------
 # A name is judged by the address it resolves to, which is then the address connected to.
 if hasattr(_scrapy_defaults, "TWISTED_DNS_RESOLVER"):

@@ -269,3 +269,22 @@ def test_a_record_another_worker_rescored_meanwhile_is_not_fetched_twice(make):
     a.release(host, 0.0)
     urls = [first.url] + drain(a)
     assert sorted(urls) == [f"http://h/{i}" for i in range(4)]
+
+
+def test_best_soon_sees_hosts_soon_free_and_the_callers_own(make):
+    a, b = make("a"), make("b")
+    a.push("soon", entry("http://soon/1", 0.8))
+    a.push("mine", entry("http://mine/1", 0.6))
+    a.push("late", entry("http://late/1", 0.95))
+    host, _ = a.pop(0)  # late: the best
+    a.release(host, time.monotonic() + 30)  # free only in 30 s
+    host, _ = a.pop(0)  # soon
+    a.release(host, time.monotonic() + 0.5)
+    host, _ = b.pop(0)  # mine, held by b
+    assert host == "mine"
+    a.push("soon", entry("http://soon/2", 0.7))
+    a.push("late", entry("http://late/2", 0.99))
+    b.push("mine", entry("http://mine/2", 0.9))
+    assert a.best_soon(0, 2.0) == pytest.approx(0.7)  # 'late' is not soon, 'mine' is b's
+    assert b.best_soon(0, 2.0, ["mine"]) == pytest.approx(0.9)
+    assert a.best_soon(0, 0.1) == float("-inf")

@@ -36,7 +36,7 @@ from focuscrawl.config import DEFAULTS
 from focuscrawl.distributed import scripts
 from focuscrawl.distributed.connection import Keys
 from focuscrawl.frontier.entries import Codec, Entry, decode, encode
-from focuscrawl.frontier.records import KEY, record_version
+from focuscrawl.frontier.records import KEY, ORDER, priority_of, record_version
 from focuscrawl.frontier.rescoring import Rescorer, Restamper
 
 logger = logging.getLogger(__name__)
@@ -44,9 +44,10 @@ logger = logging.getLogger(__name__)
 #: heartbeats a worker sends within its timeout (FOCUS_WORKER_TIMEOUT): one lost or late
 #: heartbeat never makes a live worker look dead
 HEARTBEATS_PER_TIMEOUT = 6
-#: ready hosts whose best records a background re-scoring pass looks at: those that decide what
-#: is fetched next (the rest are re-scored as their hosts are popped)
+#: hosts a background re-scoring call looks at, at most, and how many of each host's best records
+#: (a host's order below them is settled as they are popped)
 RESCORE_HOSTS = 64
+RESCORE_TOP = 32
 #: seq numbers a worker takes from Redis at a time
 SEQ_BLOCK = 4096
 #: waiting hosts promoted to ready per pop, at most (the rest on the next pops)
@@ -101,7 +102,8 @@ class SharedFrontier:
         self.clock = clock
         self._unpack = codec.unpack
         self._preview = getattr(codec, "preview", codec.unpack)
-        self.version = 0
+        self._version = 0
+        self._rescore_cursor = 0  # where the background pass goes on (HSCAN of the hosts)
         self.rescored = 0
         self.pruned = 0
         self._tokens: dict[str, str] = {}  # host held -> its lease token
@@ -119,7 +121,25 @@ class SharedFrontier:
         self._wait: float | None = None
         self._scripts = {name: client.register_script(getattr(scripts, name))
                          for name in ("PUSH", "POP", "PEEK", "SWAP", "REQUEUE", "RELEASE", "DONE", "HEARTBEAT",
-                                      "REAP", "DROP_HOST", "DROP", "RETAKE")}
+                                      "REAP", "DROP_HOST", "DROP", "RETAKE", "BEST_SOON")}
+
+    # --- versions -------------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        """The crawl's scoring version: a record scored under an older one is stale. One counter for
+        all workers (their learners are synced), moved by any worker whose learner moved, so a
+        record is re-scored once for a change, not once by each worker."""
+        return self._version
+
+    @version.setter
+    def version(self, _value: int) -> None:
+        self._version = int(self.client.incr(self.keys("version")))
+
+    def _stale(self, record: bytes) -> bool:
+        version = record_version(record)
+        if version > self._version:  # another worker's learner moved on since this one looked
+            self._version = version
+        return version < self._version
 
     def _run(self, name: str, *args: Any):
         return self._scripts[name](args=[self.prefix, *args])
@@ -196,7 +216,7 @@ class SharedFrontier:
         self._tokens[host] = token.decode()
         if self.on_lease is not None:
             self.on_lease(host, state[0] or None, state[1] or None)
-        if rescore is not None and record_version(record) != self.version:
+        if rescore is not None and self._stale(record):
             record = self._refresh(host, record, rescore, max_rescore)
         self._size -= 1
         return host, self._entry(record)
@@ -206,12 +226,12 @@ class SharedFrontier:
         queue: the best of them is the one fetched, the others stay queued, re-scored."""
         token = self._tokens[host]
         top = self._run("PEEK", host, token, min(budget, 32)) or []
-        stale = [r for r in top if record_version(r) != self.version]
+        stale = [r for r in top if self._stale(r)]
         fresh = self._restamper(rescore).once([_QUEUE] * (1 + len(stale)), [record, *stale])
         self.rescored += len(fresh)
         if stale:
             self._run("SWAP", host, token, *[x for pair in zip(stale, fresh[1:], strict=True) for x in pair])
-        queued_best = min([*fresh[1:], *(r for r in top if record_version(r) == self.version)], default=None)
+        queued_best = min([*fresh[1:], *(r for r in top if r not in stale)], default=None)
         if queued_best is not None and queued_best[:KEY] < fresh[0][:KEY]:
             # another record of the host is now better: it is fetched, the popped one goes back
             # (unless another worker re-scored that record meanwhile: then the popped one is fetched)
@@ -225,31 +245,37 @@ class SharedFrontier:
         return Restamper(rescore, self.version, self._next_seq, self._preview)
 
     def rescore_stale(self, rescore: Rescorer, limit: int = 1000) -> int:
-        """Background re-scoring, bounded: the stale records at the top of the best ready hosts
-        (those that decide what is fetched next), a few a host. Records another worker changed
-        meanwhile are left as they are."""
-        members = self.client.zrange(self.keys("ready"), 0, min(RESCORE_HOSTS, max(1, limit // 8)) - 1)
-        hosts = [m[KEY:].decode("utf-8", "surrogatepass") for m in members]
+        """Background re-scoring, bounded: the stale records among the best ``RESCORE_TOP`` of
+        each host, host after host (round robin over the crawl's hosts, whichever worker holds
+        them), up to about ``limit`` records a call. Records another worker changed meanwhile are
+        left as they are."""
+        cursor, names = self.client.hscan(self.keys("state"), self._rescore_cursor,
+                                          count=max(1, min(RESCORE_HOSTS, limit // RESCORE_TOP)))
+        self._rescore_cursor = int(cursor)
+        hosts = [name.decode("utf-8", "surrogatepass") for name in names]
         if not hosts:
             return 0
         pipe = self.client.pipeline(transaction=False)
         for host in hosts:
-            pipe.zrange(self.keys("q", host), 0, 7)
+            pipe.zrange(self.keys("q", host), 0, RESCORE_TOP - 1)
         done = 0
         restamper = self._restamper(rescore)
         swaps = self.client.pipeline(transaction=False)
         for host, top in zip(hosts, pipe.execute(), strict=True):
-            stale = [r for r in top if record_version(r) != self.version]
-            if not stale or done >= limit:
+            stale = [r for r in top if self._stale(r)]
+            if not stale:
                 continue
             fresh = restamper.once([_QUEUE] * len(stale), stale)
             self._scripts["SWAP"](args=[self.prefix, host, "", *[x for pair in zip(stale, fresh, strict=True)
                                                                   for x in pair]], client=swaps)
             done += len(stale)
+            if done >= limit:
+                break
         if done:
             swaps.execute()
         self.rescored += done
-        return done
+        # a pass that found nothing stale in these hosts goes on with the next ones
+        return done or (len(hosts) if self._rescore_cursor else 0)
 
     # --- a held host --------------------------------------------------------------------------
     def requeue(self, host: str, entry: Entry) -> None:
@@ -292,6 +318,7 @@ class SharedFrontier:
         """Renew this worker's heartbeat and the leases of the hosts it holds, and reap what
         workers that stopped left: (leases reaped, pages queued again, workers gone)."""
         self._run("HEARTBEAT", self.worker, self.worker_timeout, *self._tokens)
+        self._version = max(self._version, int(self.client.get(self.keys("version")) or 0))
         return tuple(int(n) for n in self._run("REAP", 1000))
 
     def leave(self) -> None:
@@ -337,10 +364,14 @@ class SharedFrontier:
         return self._wait
 
     def best_soon(self, now: float, horizon: float, busy_hosts=(), limit: int = 64) -> float:
-        """The best priority queued at hosts soon ready (patience's question): in a shared crawl
-        every other worker's hosts are busy too, so patience would hold a request for a host
-        another worker may take: it is not asked (-inf, release now)."""
-        return float("-inf")
+        """The best priority queued at this worker's hosts in flight (``busy_hosts``) and at the
+        ``limit`` hosts nobody holds that are soonest free within ``horizon`` seconds: what waiting
+        a little could buy (-inf when there is none). Hosts other workers hold are left out: when
+        they are free is theirs to know, and another worker may take them first."""
+        key = self._run("BEST_SOON", f"{horizon:.6f}", limit, *busy_hosts)
+        if not key:
+            return float("-inf")
+        return priority_of(int.from_bytes(key[:ORDER], "big"))
 
     # --- capacity -------------------------------------------------------------------------------
     def prune(self) -> list[Entry]:

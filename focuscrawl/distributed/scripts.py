@@ -320,6 +320,23 @@ if requeued > 0 then redis.call('HINCRBY', P .. 'stats', 'work_requeued', requeu
 return {reaped, requeued, gone}
 """
 
+#: ARGV: P, HORIZON, LIMIT, HOST... -> the best KEY queued at the HOSTs given (the caller's hosts in
+#: flight, soon free) and at the LIMIT hosts nobody holds that are soonest free within HORIZON
+#: seconds, or false: what waiting a little could buy (the scheduler's patience)
+BEST_SOON = _COMMON + """
+local t = now()
+local best = nil
+local function consider(h)
+  local top = redis.call('ZRANGE', P .. 'q:' .. h, 0, 0)[1]
+  if top and (not best or less(top, best)) then best = top end
+end
+for i = 4, #ARGV do consider(ARGV[i]) end
+local soon = redis.call('ZRANGEBYSCORE', P .. 'waiting', '-inf', t + tonumber(ARGV[2]), 'LIMIT', 0, tonumber(ARGV[3]))
+for _, h in ipairs(soon) do consider(h) end
+if not best then return false end
+return string.sub(best, 1, K)
+"""
+
 #: ARGV: P, HOST -> the host's queue emptied (its robots.txt forbids everything): the records dropped
 DROP_HOST = _COMMON + """
 local h = ARGV[2]
@@ -351,5 +368,5 @@ end
 return n
 """
 
-__all__ = ["DONE", "DROP", "DROP_HOST", "HEARTBEAT", "KEY_BYTES", "PEEK", "POP", "PUSH", "REAP", "RELEASE",
+__all__ = ["BEST_SOON", "DONE", "DROP", "DROP_HOST", "HEARTBEAT", "KEY_BYTES", "PEEK", "POP", "PUSH", "REAP", "RELEASE",
            "REQUEUE", "RETAKE", "SWAP"]
