@@ -436,6 +436,7 @@ class FocusScheduler:
             if self.shared is not None:
                 self.shared.count_release()
                 self.frontier.fetching(host, entry.url)
+                self.shared.expect_free(host)
             meta[M.PRIORITY] = round(entry.priority, 4)
             if entry.features is not None:
                 meta[M.FEATURES] = entry.features

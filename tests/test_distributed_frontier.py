@@ -288,3 +288,17 @@ def test_best_soon_sees_hosts_soon_free_and_the_callers_own(make):
     assert a.best_soon(0, 2.0) == pytest.approx(0.7)  # 'late' is not soon, 'mine' is b's
     assert b.best_soon(0, 2.0, ["mine"]) == pytest.approx(0.9)
     assert a.best_soon(0, 0.1) == float("-inf")
+
+
+def test_best_soon_sees_a_host_another_worker_expects_free(make):
+    a, b = make("a"), make("b")
+    a.heartbeat(), b.heartbeat()
+    a.push("h", entry("http://h/1", 0.5))
+    a.push("h", entry("http://h/2", 0.9))
+    host, _ = b.pop(0)
+    assert b.best_soon(0, 2.0) == float("-inf") and a.best_soon(0, 2.0) == float("-inf")
+    b.expect_free(host, 1.0)  # b's response and delay: free in about a second
+    assert a.best_soon(0, 2.0) == pytest.approx(0.5)
+    assert a.best_soon(0, 0.2) == float("-inf")
+    b.release(host, time.monotonic() + 5)  # released (for 5 s): no longer expected by its holder
+    assert a.best_soon(0, 2.0) == float("-inf")

@@ -75,16 +75,19 @@ class ExactDuplicateIndex:
         return digest in self._first
 
 
-class NearDuplicateIndex:
-    """Near-duplicate detection with MinHash over word shingles (datasketch) and an LSH index of
-    their bands (``BandIndex``).
+class MinHashIndex:
+    """What every near-duplicate index shares: its parameters (checked), the MinHash of a page's
+    shingles under one set of permutations, and the fall-back to exact matching for texts shorter
+    than a shingle. A subclass stores the signatures: ``find_or_add_minhash`` and ``candidates``.
 
     ``find_or_add(key, text)`` returns the key of an earlier page whose estimated Jaccard
     similarity is at least ``threshold`` (the LSH bucket hit alone is not enough), or adds the
     text and returns None. Texts with fewer words than ``shingle_size`` have no shingles; they
-    fall back to exact matching of the normalised text. Duplicates are not added, so every match
-    points at an original page.
+    fall back to exact matching of the normalised text (``_short``, an exact index). Duplicates
+    are not added, so every match points at an original page.
     """
+
+    _short: ExactDuplicateIndex
 
     def __init__(self, threshold: float = DEFAULTS.near_dup_threshold, num_perm: int = DEFAULTS.minhash_permutations,
                  shingle_size: int = DEFAULTS.shingle_size) -> None:
@@ -98,15 +101,9 @@ class NearDuplicateIndex:
         self.num_perm = num_perm
         self.shingle_size = shingle_size
         # MinHash() draws its permutations from a seeded generator every time (as long as hashing a
-        # page's shingles): every signature takes the same ones from here instead
+        # page's shingles): every signature takes the same ones from here instead (the same in every
+        # process, so the signatures of a shared crawl's workers compare)
         self._template = MinHash(num_perm=num_perm)
-        self._bands = BandIndex(num_perm, *band_params(threshold, num_perm))
-        self._rows: dict[str, int] = {}  # key -> its signature's row; rows are numbered in insertion order
-        self._keys: list[str] = []  # row -> key
-        self._short = ExactDuplicateIndex()
-
-    def __len__(self) -> int:
-        return len(self._bands) + len(self._short)
 
     def minhash(self, shingles: set[str]) -> MinHash:
         m = MinHash(num_perm=self.num_perm, permutations=self._template.permutations, scheme=self._template.scheme)
@@ -114,10 +111,6 @@ class NearDuplicateIndex:
         for start in range(0, len(encoded), MINHASH_CHUNK):
             m.update_batch(encoded[start : start + MINHASH_CHUNK])
         return m
-
-    def candidates(self, m: MinHash) -> set[str]:
-        """Keys of the stored pages sharing an LSH band with this signature (not yet verified)."""
-        return {self._keys[row] for row in self._bands.candidates(m.hashvalues)}
 
     def find_or_add(self, key: str, text: str) -> str | None:
         shingles = word_shingles(text, self.shingle_size)
@@ -127,6 +120,32 @@ class NearDuplicateIndex:
 
     def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
         """``find_or_add`` for a page whose signature is already made."""
+        raise NotImplementedError
+
+    def candidates(self, m: MinHash) -> set[str]:
+        """Keys of the stored pages sharing an LSH band with this signature (not yet verified)."""
+        raise NotImplementedError
+
+
+class NearDuplicateIndex(MinHashIndex):
+    """Near-duplicates in this process: signatures and LSH bands in a ``BandIndex``."""
+
+    def __init__(self, threshold: float = DEFAULTS.near_dup_threshold, num_perm: int = DEFAULTS.minhash_permutations,
+                 shingle_size: int = DEFAULTS.shingle_size) -> None:
+        super().__init__(threshold, num_perm, shingle_size)
+        self._bands = BandIndex(num_perm, *band_params(threshold, num_perm))
+        self._rows: dict[str, int] = {}  # key -> its signature's row; rows are numbered in insertion order
+        self._keys: list[str] = []  # row -> key
+        self._short = ExactDuplicateIndex()
+
+    def __len__(self) -> int:
+        return len(self._bands) + len(self._short)
+
+    def candidates(self, m: MinHash) -> set[str]:
+        """Keys of the stored pages sharing an LSH band with this signature (not yet verified)."""
+        return {self._keys[row] for row in self._bands.candidates(m.hashvalues)}
+
+    def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
         own = self._rows.get(key)
         rows = sorted(row for row in self._bands.candidates(m.hashvalues) if row != own)
         if rows:
@@ -153,6 +172,7 @@ def jaccard(a: set[str], b: set[str]) -> float:
 __all__ = [
     "CANDIDATE_RECALL",
     "ExactDuplicateIndex",
+    "MinHashIndex",
     "NearDuplicateIndex",
     "band_params",
     "content_hash",

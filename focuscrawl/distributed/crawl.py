@@ -94,6 +94,14 @@ class SharedCrawl:
         return json.dumps(state), (json.dumps(robots) if robots is not None and fetched_here else "")
 
     # --- budget, work, time --------------------------------------------------------------------
+    def expect_free(self, host: str) -> None:
+        """The host just released for a page is expected free after its response and delay (as
+        the gate judges its own hosts in flight): other workers' patience may wait for it."""
+        timing = self.gate.timing_of(host)
+        now = time.monotonic()
+        latency = sum(timing.latencies) / len(timing.latencies) if timing.latencies else 0.0
+        self.frontier.expect_free(host, latency + self.gate.delays.next_ready(host, timing, now) - now)
+
     def count_release(self) -> int:
         """A page request released: the crawl's requests so far (all workers)."""
         self._released = int(self.client.incr(self.keys("released")))

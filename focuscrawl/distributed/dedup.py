@@ -49,8 +49,7 @@ import redis
 from datasketch import MinHash, MinHashLSH
 
 from focuscrawl.config import DEFAULTS
-from focuscrawl.dedup import fingerprints
-from focuscrawl.dedup.fingerprints import band_params, content_hash, word_shingles
+from focuscrawl.dedup.fingerprints import MinHashIndex, band_params
 from focuscrawl.distributed.connection import Keys, connect
 from focuscrawl.distributed.seen import redis_errors
 
@@ -122,33 +121,23 @@ class RedisExactIndex:
             return bool(self.client.hexists(self._hash, digest))
 
 
-class RedisNearIndex:
+class RedisNearIndex(MinHashIndex):
     """``NearDuplicateIndex`` shared by the crawl's workers: MinHash over word shingles, datasketch's
     LSH on Redis for candidates, verified on the signatures kept beside it."""
 
     def __init__(self, client: redis.Redis, keys: Keys, threshold: float = DEFAULTS.near_dup_threshold,
                  num_perm: int = DEFAULTS.minhash_permutations, shingle_size: int = DEFAULTS.shingle_size) -> None:
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError(f"near-duplicate threshold must be in (0, 1], got {threshold!r}")
-        if num_perm < 16:
-            raise ValueError(f"MinHash permutations must be at least 16, got {num_perm!r}")
-        if shingle_size < 1:
-            raise ValueError(f"shingle size must be at least 1 word, got {shingle_size!r}")
+        super().__init__(threshold, num_perm, shingle_size)
         if client.connection_pool.connection_kwargs.get("decode_responses"):
             raise ValueError("the near-duplicate index reads signatures as bytes: give it a client made with "
                              "decode_responses=False")
         self.client = client
         self.keys = keys
-        self.threshold = threshold
-        self.num_perm = num_perm
-        self.shingle_size = shingle_size
         bands, rows = band_params(threshold, num_perm)
         if bands < 2:
             # datasketch wants two bands at least; two of half the rows find a superset (verified)
             bands, rows = 2, num_perm // 2
         self.bands, self.rows = bands, rows
-        # permutations drawn once, as NearDuplicateIndex does: the same signatures in every worker
-        self._template = MinHash(num_perm=num_perm)
         self._numbers = keys("dedup", "near", "number")  # key -> number
         self._keys = keys("dedup", "near", "key")  # number -> key
         self._counter = keys("dedup", "near", "count")
@@ -181,13 +170,6 @@ class RedisNearIndex:
         with redis_errors(self.client, "the shared near-duplicate index"):
             return int(self.client.hlen(self._signatures)) + len(self._short)
 
-    def minhash(self, shingles: set[str]) -> MinHash:
-        m = MinHash(num_perm=self.num_perm, permutations=self._template.permutations, scheme=self._template.scheme)
-        encoded = [s.encode("utf-8") for s in shingles]
-        for start in range(0, len(encoded), fingerprints.MINHASH_CHUNK):
-            m.update_batch(encoded[start : start + fingerprints.MINHASH_CHUNK])
-        return m
-
     def candidates(self, m: MinHash) -> set[str]:
         """Keys of the stored pages sharing an LSH band with this signature (not yet verified)."""
         with redis_errors(self.client, "the shared near-duplicate index"):
@@ -195,14 +177,7 @@ class RedisNearIndex:
             owners = self.client.hmget(self._keys, numbers) if numbers else []
         return {_decode(owner) for owner in owners if owner is not None}
 
-    def find_or_add(self, key: str, text: str) -> str | None:
-        shingles = word_shingles(text, self.shingle_size)
-        if not shingles:
-            return self._short.find_or_add(key, content_hash(text))
-        return self.find_or_add_minhash(key, self.minhash(shingles))
-
     def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
-        """``find_or_add`` for a page whose signature is already made."""
         signature = self._as_signature(m.hashvalues)
         with redis_errors(self.client, "the shared near-duplicate index"):
             found = self._most_similar(key, signature, self.lsh.query(m))

@@ -107,6 +107,7 @@ class SharedFrontier:
         self.rescored = 0
         self.pruned = 0
         self._tokens: dict[str, str] = {}  # host held -> its lease token
+        self._clock_offset = 0.0  # Redis's clock minus this process's monotonic one (at the last heartbeat)
         self._fetching: dict[str, str] = {}  # host held -> the page being fetched from it
         # what the worker knows of a host, handed over with it: on_lease(host, timing, robots) takes
         # its holders' (JSON bytes or None); host_state(host) -> (timing, robots) gives this
@@ -287,6 +288,16 @@ class SharedFrontier:
         if self._run("REQUEUE", host, token, self.worker, self._record(entry)) == 1:
             self._size += 1
 
+    def expect_free(self, host: str, seconds: float) -> None:
+        """This worker expects the host it holds free in ``seconds`` (its response, then its
+        delay): other workers' patience may wait for it."""
+        if host in self._tokens:
+            self.client.zadd(self.keys("soon"), {host: self._server_now() + seconds})
+
+    def _server_now(self) -> float:
+        """Redis's clock, as this process's monotonic clock and the offset read at the heartbeat."""
+        return self.clock() + self._clock_offset
+
     def fetching(self, host: str, url: str) -> None:
         """The request released for ``host`` is the page ``url`` (not a robots.txt): once its
         response is in, the page is this worker's work until ``done``."""
@@ -318,6 +329,8 @@ class SharedFrontier:
         """Renew this worker's heartbeat and the leases of the hosts it holds, and reap what
         workers that stopped left: (leases reaped, pages queued again, workers gone)."""
         self._run("HEARTBEAT", self.worker, self.worker_timeout, *self._tokens)
+        seconds, micros = self.client.time()
+        self._clock_offset = seconds + micros / 1e6 - self.clock()
         self._version = max(self._version, int(self.client.get(self.keys("version")) or 0))
         return tuple(int(n) for n in self._run("REAP", 1000))
 
@@ -365,9 +378,9 @@ class SharedFrontier:
 
     def best_soon(self, now: float, horizon: float, busy_hosts=(), limit: int = 64) -> float:
         """The best priority queued at this worker's hosts in flight (``busy_hosts``) and at the
-        ``limit`` hosts nobody holds that are soonest free within ``horizon`` seconds: what waiting
-        a little could buy (-inf when there is none). Hosts other workers hold are left out: when
-        they are free is theirs to know, and another worker may take them first."""
+        ``limit`` hosts nobody holds that are soonest free within ``horizon`` seconds, and at the
+        hosts other workers hold that they expect free within it (``expect_free``): what waiting a
+        little could buy (-inf when there is none)."""
         key = self._run("BEST_SOON", f"{horizon:.6f}", limit, *busy_hosts)
         if not key:
             return float("-inf")

@@ -24,6 +24,7 @@ hash tag, so on a Redis Cluster they all live on one node)::
     P robots      HASH   HOST -> JSON: its robots.txt as last fetched, by whichever worker
     P requests    HASH   URL -> a queued request the codec cannot pack (robots.txt), pickled dict
     P seq         STRING seq numbers handed out to workers, a block at a time
+    P soon        ZSET   HOST held by a worker, by when its holder expects it free (patience)
     P stats       HASH   counters: leases reaped, work requeued, releases of a lost lease
 
 Time is the Redis server's (``TIME``), the one clock every worker shares, so a host's delay holds
@@ -87,6 +88,7 @@ local function reap_host(h, t)
   redis.call('HDEL', P .. 'leaserec', h)
   redis.call('HDEL', P .. 'lease', h)
   redis.call('ZREM', P .. 'leases', h)
+  redis.call('ZREM', P .. 'soon', h)
   schedule(h, t)
 end
 """ % {"key": KEY_BYTES}
@@ -238,6 +240,7 @@ local rec = redis.call('HGET', P .. 'leaserec', h)
 if rec and ARGV[6] ~= '' then
   redis.call('HSET', P .. 'work', ARGV[4] .. '\\n' .. ARGV[6], h .. '\\n' .. rec)
 end
+redis.call('ZREM', P .. 'soon', h)
 if ARGV[7] ~= '' then redis.call('HSET', P .. 'hoststate', h, ARGV[7]) end
 if ARGV[8] ~= '' then redis.call('HSET', P .. 'robots', h, ARGV[8]) end
 redis.call('HDEL', P .. 'leaserec', h)
@@ -321,8 +324,9 @@ return {reaped, requeued, gone}
 """
 
 #: ARGV: P, HORIZON, LIMIT, HOST... -> the best KEY queued at the HOSTs given (the caller's hosts in
-#: flight, soon free) and at the LIMIT hosts nobody holds that are soonest free within HORIZON
-#: seconds, or false: what waiting a little could buy (the scheduler's patience)
+#: flight, soon free), at the LIMIT hosts nobody holds that are soonest free within HORIZON seconds,
+#: and at the LIMIT hosts other workers hold that their holders expect free by then (``soon``), or
+#: false: what waiting a little could buy (the scheduler's patience)
 BEST_SOON = _COMMON + """
 local t = now()
 local best = nil
@@ -333,6 +337,9 @@ end
 for i = 4, #ARGV do consider(ARGV[i]) end
 local soon = redis.call('ZRANGEBYSCORE', P .. 'waiting', '-inf', t + tonumber(ARGV[2]), 'LIMIT', 0, tonumber(ARGV[3]))
 for _, h in ipairs(soon) do consider(h) end
+-- hosts other workers hold, by the time their holders expect them free
+local held = redis.call('ZRANGEBYSCORE', P .. 'soon', '-inf', t + tonumber(ARGV[2]), 'LIMIT', 0, tonumber(ARGV[3]))
+for _, h in ipairs(held) do consider(h) end
 if not best then return false end
 return string.sub(best, 1, K)
 """
