@@ -37,6 +37,7 @@ from focuscrawl import signals as focus_signals
 from focuscrawl.config import ConfigError, FocusConfig
 from focuscrawl.distributed.connection import RedisUnavailable
 from focuscrawl.distributed.crawl import SharedCrawl
+from focuscrawl.distributed.exclusion import SharedExclusionList
 from focuscrawl.frontier import Entry, Frontier
 from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
 from focuscrawl.frontier.aliases import HostAliases
@@ -146,6 +147,8 @@ class FocusScheduler:
         admission = Admission.from_config(config, gate.robots)
         if shared is not None:
             admission.seen = shared.seen
+            admission.exclusion = SharedExclusionList(shared.client, shared.keys, config.exclude_file,
+                                                      config.exclude_check_seconds)
         learner = LinkRewardLearner(credit_decay=config.credit_decay, exploration=config.exploration,
                                     hub_cap=config.hub_cap, learning_rate=config.learning_rate)
         aliases = HostAliases() if config.url_aliases else None
