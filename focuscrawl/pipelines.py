@@ -234,6 +234,7 @@ class StorePipeline:
             self.crawler.stats.inc_value("focus/store/skipped")
             return item
         self.crawler.stats.inc_value("focus/store/pages")
+        self.crawler.signals.send_catch_log(focus_signals.page_stored, item=item)
         return item
 
     def _on_item_scraped(self, item, response=None, spider=None):

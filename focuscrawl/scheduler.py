@@ -171,6 +171,7 @@ class FocusScheduler:
         sig.connect(self._on_page_scored, signal=focus_signals.page_scored)
         sig.connect(self._on_item_done, signal=signals.item_scraped)
         sig.connect(self._on_item_done, signal=signals.item_dropped)
+        sig.connect(self._on_page_stored, signal=focus_signals.page_stored)
         self.downloader.take_over_delays()
         if self.shared is not None:
             self.shared.attach(self.gate, self.robots.apply)
@@ -503,9 +504,18 @@ class FocusScheduler:
         if getattr(item, "duplicate_of", None):
             self.learner.mark_wasted(canonicalize(item.final_url or item.url))
             self.stats.inc_value("focus/learner/duplicates_punished")
-        if self.persistence is not None or self.shared is not None:
-            urls = {canonicalize(u) for u in (getattr(item, "url", None), getattr(item, "final_url", None)) if u}
-            if self.persistence is not None:
-                self.persistence.done(urls)
-            if self.shared is not None:
-                self.shared.done(urls)
+        self._done(item)
+
+    def _on_page_stored(self, item, **kwargs):
+        """A page in the store is done for a resume: its links were queued before it, and the
+        store would otherwise hold a page the resumed crawl fetches again."""
+        self._done(item)
+
+    def _done(self, item) -> None:
+        if self.persistence is None and self.shared is None:
+            return
+        urls = {canonicalize(u) for u in (getattr(item, "url", None), getattr(item, "final_url", None)) if u}
+        if self.persistence is not None:
+            self.persistence.done(urls)
+        if self.shared is not None:
+            self.shared.done(urls)

@@ -17,3 +17,8 @@ robots_fetched = object()
 #: iterated, with len(): the relevant pages of a resumed crawl that no durable feed has yet, for the
 #: spider to emit first; empty without a feed).
 crawl_opened = object()
+
+#: The crawl store committed a page. Args: item (PageItem). Its links were queued before it (the
+#: spider yields them first): a resumed crawl need not fetch it again, nor a shared crawl's worker
+#: be given it again, whatever happens to the item after the store.
+page_stored = object()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -116,6 +117,12 @@ def killed_crawl(demo_web, demo_files, demo_model, tmp_path_factory, redis_serve
         deadline = time.monotonic() + 120
         while page_lines(log) < 120 and workers[0].poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
+        # killed while it holds a host (its lease tokens start with its worker id: host-PID-...)
+        mine = f"{socket.gethostname()}-{workers[0].pid}-".encode()
+        with redis_server.client() as client:
+            while workers[0].poll() is None and time.monotonic() < deadline and \
+                    not any(token.startswith(mine) for token in client.hvals("focus:{e2e}:lease")):
+                time.sleep(0.002)
         assert workers[0].poll() is None, "worker 0 finished before it could be killed"
         os.kill(workers[0].pid, signal.SIGKILL)
         wait_all(workers)

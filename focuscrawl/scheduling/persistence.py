@@ -68,10 +68,12 @@ class Persistence:
         self.job.flush()  # on disk (in the OS) before the request can complete
 
     def done(self, urls: set[str]) -> None:
-        for url in urls:
-            self.unfinished.pop(url, None)
+        """Pages done (stored, or through the pipelines): journaled once each."""
+        fresh = [url for url in urls if self.unfinished.pop(url, None) is not None]
+        for url in fresh:
             self.job.append(("done", url))
-        self.job.flush()
+        if fresh:
+            self.job.flush()
 
     def forget(self, url: str) -> None:
         """A released URL that will not be fetched after all (a HEAD check said it is no page)."""
