@@ -109,6 +109,7 @@ class SharedFrontier:
         self._tokens: dict[str, str] = {}  # host held -> its lease token
         self._clock_offset = 0.0  # Redis's clock minus this process's monotonic one (at the last heartbeat)
         self._fetching: dict[str, str] = {}  # host held -> the page being fetched from it
+        self._work: set[str] = set()  # pages fetched under a lease and not yet done (in Redis: P work)
         # what the worker knows of a host, handed over with it: on_lease(host, timing, robots) takes
         # its holders' (JSON bytes or None); host_state(host) -> (timing, robots) gives this
         # worker's at release (JSON strings, '' to leave them as they are)
@@ -312,6 +313,8 @@ class SharedFrontier:
         delay = max(0.0, ready_at - self.clock())
         timing, robots = self.host_state(host) if self.host_state is not None else ("", "")
         url = self._fetching.pop(host, "")
+        if url:
+            self._work.add(url)
         if self._run("RELEASE", host, token, self.worker, f"{delay:.6f}", url, timing, robots) != 1:
             logger.warning("the lease on %s ran out before its request finished: another worker may have "
                            "fetched from it meanwhile", host)
@@ -321,7 +324,9 @@ class SharedFrontier:
 
     def done(self, urls: Iterable[str]) -> None:
         """Pages whose items went through the pipelines (their links are queued): no longer work."""
-        urls = list(urls)
+        # a page is reported done twice (stored, then through the pipelines): one script a page
+        urls = [url for url in urls if url in self._work]
+        self._work.difference_update(urls)
         if urls:
             self._run("DONE", self.worker, self.worker_timeout, *urls)
 
@@ -340,9 +345,9 @@ class SharedFrontier:
         for host in list(self._tokens):
             self.release(host, self.clock())
         pipe = self.client.pipeline(transaction=False)
-        fields = [f for f in self.client.hkeys(self.keys("work")) if f.startswith(self.worker.encode() + b"\n")]
-        if fields:
-            pipe.hdel(self.keys("work"), *fields)
+        if self._work:
+            pipe.hdel(self.keys("work"), *(f"{self.worker}\n{url}" for url in self._work))
+            self._work.clear()
         pipe.zrem(self.keys("workers"), self.worker)
         pipe.execute()
 
