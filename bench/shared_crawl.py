@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,7 @@ from focuscrawl.replay import RecordedWeb, ReplayProxy  # noqa: E402
 from focuscrawl.replay.linkgraph import LinkGraph, SamePage, load_aliases  # noqa: E402
 from focuscrawl.replay.metrics import Relevance, counted_requests, load_labels, read_log  # noqa: E402
 from tests.redis_server import RedisServer  # noqa: E402
+from summary import markdown_table  # noqa: E402
 
 WEBKB = ROOT.parent / "shared" / "webkb"
 SEEDS = "http://www.cs.cornell.edu/,http://www.cs.utexas.edu/,http://www.cs.washington.edu/,http://www.cs.wisc.edu/"
@@ -160,18 +160,7 @@ def main() -> int:
             "fetched_twice", "leases_reaped", "work_requeued", "exported_twice"]
     print(f"\nWebKB, topic {opts.topic}, budget {opts.budget}, DOWNLOAD_DELAY {opts.delay}, "
           f"{opts.runs} run(s) each{f', worker 0 killed at {opts.kill:.0%}' if opts.kill else ''} (mean; min-max)\n")
-    print("| workers | " + " | ".join(keys) + " |")
-    print("|---:|" + "---:|" * len(keys))
-    for n in counts:
-        cells = []
-        for key in keys:
-            values = [r[key] for r in results[n]]
-            mean = statistics.mean(values)
-            cell = f"{mean:.1f}" if isinstance(mean, float) and key == "pages_per_s" else f"{mean:g}"
-            if len(values) > 1 and min(values) != max(values):
-                cell += f" ({min(values):g}-{max(values):g})" if key != "pages_per_s" else f" ({min(values):.1f}-{max(values):.1f})"
-            cells.append(cell)
-        print(f"| {n} | " + " | ".join(cells) + " |")
+    print(markdown_table("workers", results, keys))
     return 0
 
 

@@ -35,7 +35,7 @@ from scrapy.exceptions import NotConfigured
 from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import ConfigError, FocusConfig
-from focuscrawl.distributed.connection import RedisUnavailable
+from focuscrawl.distributed.connection import RedisUnavailable, reactor_wait
 from focuscrawl.distributed.crawl import SharedCrawl
 from focuscrawl.distributed.exclusion import SharedExclusionList
 from focuscrawl.frontier import Entry, Frontier
@@ -49,6 +49,7 @@ from focuscrawl.politeness import DelayPolicy
 from focuscrawl.politeness.gate import HostGate, PerIpLimit
 from focuscrawl.request_codec import RequestCodec
 from focuscrawl.scheduling.downloader import DownloaderAdapter
+from focuscrawl.scheduling.load import runnable_time
 from focuscrawl.scheduling.persistence import Persistence
 from focuscrawl.scheduling.policies import HeadCheck, Patience, ReleasePolicy
 from focuscrawl.scheduling.requests import RequestSerializer
@@ -105,8 +106,10 @@ class FocusScheduler:
         self.robots = RobotsFetcher(crawler, gate, frontier, self._free, over_cap=config.crawl_delay_over_cap,
                                     follow_sitemaps=config.follow_sitemaps)
         self.policies: list[ReleasePolicy] = []
-        # patience prices a wait by the crawler's load: it hears of every request released
-        self.patience = (Patience(frontier, gate, config.patience, config.patience_margin,
+        # patience prices a wait by the crawler's load: it hears of every request released. A shared
+        # crawl's worker also works while it waits for Redis (its reactor does nothing else meanwhile)
+        work = runnable_time if shared is None else (lambda: runnable_time() + reactor_wait())
+        self.patience = (Patience(frontier, gate, config.patience, config.patience_margin, work=work,
                                   priced=config.patience_priced) if config.patience > 0 else None)
         if self.patience is not None:
             self.policies.append(self.patience)

@@ -4,7 +4,7 @@ import random
 
 import numpy as np
 import pytest
-from datasketch import MinHash, MinHashLSH
+from datasketch import MinHashLSH
 
 from focuscrawl.dedup import NearDuplicateIndex
 from focuscrawl.dedup.bands import BLOCK_ROWS, BandIndex

@@ -326,3 +326,54 @@ def test_a_synced_learner_pickles_as_a_plain_one(worker):
     assert type(restored.hosts) is dict and type(restored.new_hosts) is _Yield
     assert {type(s) for s in restored.children.values()} == {_Yield}
     assert counts(restored) == counts(target)
+
+
+def test_a_hub_is_credited_for_the_children_another_worker_fetched(worker):
+    """Credit flows back along a path whose pages two workers fetched: a hub fetched by a, its
+    sub-hub by b, their relevant children by a and b. After the syncs, every page of the path is
+    valued as one learner that fetched them all values it, and the hub's link was trained by it."""
+    a, b = learner(), learner()
+    sync_a, sync_b = worker("a"), worker("b")
+    sync_a.sync(a)
+    sync_b.sync(b)
+    rng = random.Random(7)
+
+    def page(url, parent, relevant):
+        feats = link_features(LinkContext(url, " ".join(rng.sample(WORDS, 2)), " ".join(rng.sample(WORDS, 4)),
+                                          parent or "http://h.test/", 0.5, 2, link_score=0.5))
+        return url, parent, feats, 1.0 if relevant else 0.1, relevant, False
+
+    hub = page("http://h.test/courses/", "http://h.test/", False)
+    sub = page("http://h.test/courses/ai/", hub[0], False)
+    mine = [page(f"http://h.test/courses/{i}.html", hub[0], True) for i in range(3)]
+    theirs = [page(f"http://h.test/courses/ai/{i}.html", sub[0], True) for i in range(4)]
+    feed(a, [hub])
+    sync_a.sync(a)
+    sync_b.sync(b)
+    feed(b, [sub])
+    sync_b.sync(b)
+    sync_a.sync(a)
+    feed(a, mine)
+    feed(b, theirs)  # b holds sub: credit for sub's children stays in b, sub's own goes to a
+    assert a.nodes[hub[0]].children_value > 0  # a's own children of the hub
+    before = a.nodes[hub[0]].children_value
+    sync_b.sync(b)  # pushes what the hub is owed
+    sync_a.sync(a)  # a holds the hub: applies it
+    one = learner()
+    feed(one, [hub, sub, *mine, *theirs])
+    # twice: for the sub-hub's own worth, then for its children's
+    assert sync_a.stats["credit_applied"] == 2 and sync_b.stats["credit_applied"] == 0
+    assert a.nodes[hub[0]].children_value > before
+    assert a.nodes[hub[0]].children_value == pytest.approx(one.nodes[hub[0]].children_value)
+    assert b.nodes[sub[0]].children_value == pytest.approx(one.nodes[sub[0]].children_value)
+    # the training the credit caused in a reaches b with a's next batch
+    sync_a.sync(a)
+    sync_b.sync(b)
+    np.testing.assert_allclose(a.model.coef_, b.model.coef_, rtol=0, atol=1e-12)
+
+
+def test_a_lone_learner_drops_credit_for_pages_it_does_not_hold():
+    target = learner()
+    target.observe("http://h.test/a.html", "http://h.test/gone/", None, 1.0, True)
+    assert target.credit_elsewhere is None
+    assert not target.credit("http://h.test/gone/", 1.0, 3)

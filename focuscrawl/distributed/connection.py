@@ -8,12 +8,52 @@ that touch several of them at once require.
 
 from __future__ import annotations
 
+import threading
+import time
+
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from focuscrawl.scheduling.load import runnable_time
+
 #: how long a command may take before the crawl treats Redis as unreachable
 SOCKET_TIMEOUT = 10.0
+
+
+class _Waits:
+    """Seconds the main thread (Scrapy's reactor) has spent waiting for Redis' replies, its CPU
+    time in the wait left out: the crawler's work includes those waits (it handles nothing else
+    meanwhile), and ``runnable_time`` does not see them, as the thread sleeps on its socket."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.main = threading.main_thread().ident
+
+
+WAITS = _Waits()
+
+
+def _timed(connection_class: type) -> type:
+    """``connection_class`` whose replies are timed on the main thread (``WAITS``)."""
+
+    class Timed(connection_class):
+        def read_response(self, *args, **kwargs):
+            if threading.get_ident() != WAITS.main:
+                return super().read_response(*args, **kwargs)
+            wall, ran = time.perf_counter(), runnable_time()
+            try:
+                return super().read_response(*args, **kwargs)
+            finally:
+                WAITS.seconds += max(0.0, (time.perf_counter() - wall) - (runnable_time() - ran))
+
+    Timed.__name__ = Timed.__qualname__ = f"Timed{connection_class.__name__}"
+    return Timed
+
+
+def reactor_wait() -> float:
+    """Seconds the reactor's thread has waited for Redis so far (see ``_Waits``)."""
+    return WAITS.seconds
 
 
 class RedisUnavailable(RuntimeError):
@@ -40,6 +80,8 @@ def connect(url: str, *, decode_responses: bool = False, socket_timeout: float =
         options["retry"] = Retry(NoBackoff(), retries)
     client = redis.Redis.from_url(url, socket_timeout=socket_timeout, socket_connect_timeout=socket_timeout,
                                   health_check_interval=30, decode_responses=decode_responses, **options)
+    pool = client.connection_pool
+    pool.connection_class = _timed(pool.connection_class)  # before the first connection is made
     try:
         client.ping()
     except redis.exceptions.RedisError as exc:
@@ -47,4 +89,4 @@ def connect(url: str, *, decode_responses: bool = False, socket_timeout: float =
     return client
 
 
-__all__ = ["Keys", "RedisUnavailable", "connect"]
+__all__ = ["Keys", "RedisUnavailable", "connect", "reactor_wait"]

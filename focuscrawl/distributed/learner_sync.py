@@ -28,9 +28,11 @@ worker's links would be stepped on by N learning rates that each decay N times s
 What is not shared, and why:
 
 - ``nodes``, the pages of crawl paths that credit flows back along (``_credit_ancestors``), stay
-  with the worker that fetched them: a hub is credited for the children the same worker fetched
-  (its weight change still reaches everyone). Sharing them would mean a Redis read per page
-  fetched, on the hot path.
+  with the worker that fetched them (sharing them would mean a Redis read per page fetched, on the
+  hot path). Credit owed to a page another worker fetched travels in the batches instead
+  (``credit_elsewhere``: page URL, change, hops left): every worker reads it, the one that holds
+  the page applies it (``LinkRewardLearner.credit``) and pushes the training it caused with its
+  next batch. A hub is credited for all its children, whoever fetched them, a period or two late.
 - ``observations`` stays the worker's own count: the learner bumps ``version`` every
   ``version_every`` of them, the scheduler's cadence of re-scoring. Remote learning moves
   ``version`` once per sync that applied any (``maybe_sync`` returns True: call the rescorer's
@@ -340,7 +342,7 @@ class LearnerSync:
         self.failures = 0  # syncs failed in a row
         self._diffs = 0  # batches taken
         self.stats = {"syncs": 0, "failed": 0, "pushed_bytes": 0, "batches_applied": 0, "observations_applied": 0,
-                      "snapshots_written": 0, "joins": 0}
+                      "snapshots_written": 0, "joins": 0, "credit_applied": 0}
 
     # --- the scheduler's side ----------------------------------------------------------------------
     def maybe_sync(self, learner, now: float) -> bool:
@@ -415,6 +417,8 @@ class LearnerSync:
         self._tables = [getattr(learner, name) for name in TABLES]
         self._new_changes: dict = {}
         learner.new_hosts = _counts("new", self._new_changes, _values(learner.new_hosts))
+        if learner.credit_elsewhere is None:
+            learner.credit_elsewhere = {}
         self.joined = False
 
     def _rebase(self) -> None:
@@ -524,6 +528,11 @@ class LearnerSync:
             if deltas:
                 header[name] = [list(deltas), [v for change in deltas.values() for v in change]]
                 changed = True
+        owed = learner.credit_elsewhere
+        if owed:
+            header["credit"] = [list(owed), [change for change, _ in owed.values()], [hops for _, hops in owed.values()]]
+            owed.clear()
+            changed = True
         new = self._new_changes.pop("new", None)
         if new is not None and any(new):
             header["new"] = new
@@ -608,6 +617,10 @@ class LearnerSync:
             words.links += links
             words.positive_links += positive_links
             base["links"] = (base["links"][0] + links, base["links"][1] + positive_links)
+        if "credit" in header:
+            # after the deltas: the training a credit causes here is this worker's, pushed next
+            for url, change, hops in zip(*header["credit"]):
+                self.stats["credit_applied"] += learner.credit(url, change, hops)
 
     # --- snapshots --------------------------------------------------------------------------------
     def _snapshot(self, stream_id: str, n: int) -> bytes:

@@ -225,6 +225,10 @@ class LinkRewardLearner:
         self.words = LinkWordCounts(len(self.model.coef_))
         self.learn_words = not link_model
         self.nodes: OrderedDict[str, _PathNode] = OrderedDict()
+        # Credit owed to parent pages this learner does not hold: URL -> (change, hops left). None
+        # drops it (one process holds every page it fetched, up to ``max_nodes``); a shared
+        # crawl's learner sync sets a dict and hands it to the worker that fetched the parent.
+        self.credit_elsewhere: dict[str, tuple[float, int]] | None = None
         self.observations = 0
         self.version = 0
 
@@ -232,6 +236,7 @@ class LinkRewardLearner:
         self.__dict__.update(state)
         self.__dict__.setdefault("new_hosts", _Yield())  # a checkpoint from before it was kept
         self.__dict__.setdefault("hub_cap", DEFAULTS.hub_cap)
+        self.__dict__.setdefault("credit_elsewhere", None)
         self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
         self._dynamic_index = {name: self.model.index(name) for name in DYNAMIC_FEATURES}
         self._link_score_index = self.model.index("link_score")
@@ -436,13 +441,21 @@ class LinkRewardLearner:
         if self.observations % self.version_every == 0:
             self.version += 1
 
-    def _credit_ancestors(self, node: _PathNode) -> None:
-        """Credit flows back along the path: each ancestor's children_value moves by the change
-        in what its child is worth, and its link is trained toward its new value."""
-        for _ in range(self.credit_hops):
+    def _credit_ancestors(self, node: _PathNode, hops: int | None = None) -> None:
+        """Credit flows back along the path, ``hops`` steps (``credit_hops``): each ancestor's
+        children_value moves by the change in what its child is worth, and its link is trained
+        toward its new value."""
+        hops = self.credit_hops if hops is None else hops
+        for left in range(hops, 0, -1):
             parent = self.nodes.get(node.parent) if node.parent else None
             contribution = max(0.0, node.value(self.credit_decay, self.hub_cap))
-            if parent is None or abs(contribution - node.passed_up) < 1e-9:
+            if abs(contribution - node.passed_up) < 1e-9:
+                return
+            if parent is None:
+                if node.parent and self.credit_elsewhere is not None:
+                    change, most = self.credit_elsewhere.get(node.parent, (0.0, 0))
+                    self.credit_elsewhere[node.parent] = (change + contribution - node.passed_up, max(most, left))
+                    node.passed_up = contribution
                 return
             parent.children_value += contribution - node.passed_up
             node.passed_up = contribution
@@ -450,6 +463,21 @@ class LinkRewardLearner:
             self._train(parent)
             self._count_words(parent)
             node = parent
+
+    def credit(self, url: str, change: float, hops: int) -> bool:
+        """What the children of page ``url`` are worth changed by ``change``, as learned by another
+        learner (a shared crawl's worker that fetched them), ``hops`` steps of the path left from
+        here: the page is valued, and credit flows on from it, as if they were its own. False when
+        this learner does not hold the page."""
+        node = self.nodes.get(url)
+        if node is None:
+            return False
+        node.children_value += change
+        self.nodes.move_to_end(url)
+        self._train(node)
+        self._count_words(node)
+        self._credit_ancestors(node, hops - 1)
+        return True
 
     def mark_wasted(self, url: str) -> None:
         """A page turned out to be worthless after all (e.g. a near-duplicate of one already
