@@ -243,6 +243,34 @@ class FocusConfig:
     follow_sitemaps: bool = setting(
         "FOCUS_FOLLOW_SITEMAPS", True, _bool, "Read the sitemaps robots.txt lists.")
     sitemap_max_urls: int = setting("FOCUS_SITEMAP_MAX_URLS", 10_000, _number(int), "URLs read from one sitemap.")
+    follow_feeds: bool = setting(
+        "FOCUS_FOLLOW_FEEDS", True, _bool,
+        "Read the RSS and Atom feeds pages announce (<link rel=alternate>): their entries are URLs "
+        "to visit and, with FOCUS_RECRAWL, signals that a page changed.")
+    feed_max_entries: int = setting("FOCUS_FEED_MAX_ENTRIES", 500, _number(int, 1), "Entries read from one feed.")
+    # --- revisits: a continuous crawl keeps what it found fresh ---------------------------------
+    recrawl: bool = setting(
+        "FOCUS_RECRAWL", False, _bool,
+        "Continuous crawl: revisit the pages found (and the feeds and sitemaps read) to keep them "
+        "fresh, with conditional requests, at intervals chosen from each page's estimated change "
+        "rate and relevance (focuscrawl/freshness/). The crawl then ends only at its budget, "
+        "CLOSESPIDER_TIMEOUT or a stop.")
+    recrawl_share: float = setting(
+        "FOCUS_RECRAWL_SHARE", 0.3, _number(float, 0.01, 1.0),
+        "The share of the requests revisits may take while URLs never fetched are queued (all of "
+        "them once none is).")
+    recrawl_policy: str = setting(
+        "FOCUS_RECRAWL_POLICY", "optimal", _choice("optimal", "uniform", "proportional"),
+        "How revisits are spread over the pages: 'optimal', for the freshness of the pages "
+        "weighted by relevance (Cho & Garcia-Molina); or the two baselines it is measured against, "
+        "which know nothing of relevance and keep every page fetched: 'uniform', every page as "
+        "often; 'proportional', in proportion to its change rate.")
+    recrawl_min_interval: float = setting(
+        "FOCUS_RECRAWL_MIN_INTERVAL", 60.0, _number(float),
+        "The shortest time between two visits of one page, in seconds.")
+    recrawl_reallocate_seconds: float = setting(
+        "FOCUS_RECRAWL_REALLOCATE_SECONDS", 5.0, _number(float, 0.1),
+        "How often the revisit intervals are recomputed from the pages' change rates and the request rate.")
     head_check: bool = setting(
         "FOCUS_HEAD_CHECK", False, _bool,
         "Send a HEAD first to URLs whose extension does not say 'page'; skip them unless HTML.")

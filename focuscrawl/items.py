@@ -33,6 +33,9 @@ class PageItem:
     elapsed: float = 0.0  # seconds, download latency
     length: int = 0  # body bytes
     encoding: str = ""
+    # the response's validators, sent back when the page is revisited (FOCUS_RECRAWL)
+    etag: str | None = None
+    last_modified: str | None = None
     duplicate_of: str | None = None  # set by the dedup pipeline: the URL this page duplicates
     duplicate_kind: str | None = None  # "exact" or "near"
     extra: dict = field(default_factory=dict)

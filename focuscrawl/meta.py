@@ -21,6 +21,8 @@ from focuscrawl.urls import canonicalize
 LINK = "focus_link"
 #: True on a sitemap's request (admitted past the trap rules' extension check: sitemaps are .xml.gz)
 SITEMAP = "focus_sitemap"
+#: True on a feed's request (RSS or Atom, found in a page's head): parsed as a feed
+FEED = "focus_feed"
 
 # --- written by the scheduler ---------------------------------------------------------------
 #: the host a robots.txt request is fetched for (the request's own URL may have been redirected)
@@ -39,6 +41,11 @@ HEAD_CHECKED = "focus_head_checked"
 #: new one fails (focuscrawl/frontier/aliases.py); True on that fallback: fetched as linked
 ALIAS_OF = "focus_alias_of"
 AS_LINKED = "focus_as_linked"
+#: on a revisit (FOCUS_RECRAWL): why the revisit plan chose it, the hash of the text of the
+#: version the crawl has (a 200 with the same text is no change) and the conditional headers sent
+REVISIT = "focus_revisit"
+REVISIT_HASH = "focus_revisit_hash"
+REVISIT_HEADERS = "focus_revisit_headers"
 #: a response came back (else the request failed on the network), and its status
 GOT_RESPONSE = "focus_got_response"
 STATUS = "focus_status"

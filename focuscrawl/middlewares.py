@@ -18,7 +18,7 @@ from scrapy.exceptions import NotConfigured
 
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import FocusConfig
-from focuscrawl.meta import DEPTH, EXPLAIN, PRIORITY, ROBOTS_FOR
+from focuscrawl.meta import DEPTH, EXPLAIN, PRIORITY, REVISIT, ROBOTS_FOR
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,7 @@ class CrawlLogMiddleware:
         except OSError as exc:
             raise NotConfigured(f"cannot open the request log {path!r}: {exc.strerror}") from exc
         crawler.signals.connect(mw._on_page_scored, signal=focus_signals.page_scored)
+        crawler.signals.connect(mw._on_page_visited, signal=focus_signals.page_visited)
         crawler.signals.connect(mw._on_refused, signal=focus_signals.request_refused)
         crawler.signals.connect(mw._on_robots, signal=focus_signals.robots_fetched)
         crawler.signals.connect(mw._on_closed, signal=signals.spider_closed)
@@ -61,6 +62,8 @@ class CrawlLogMiddleware:
             "why": meta.get(EXPLAIN),
             "depth": meta.get(DEPTH),
             "robots_for": meta.get(ROBOTS_FOR),
+            # a revisit (FOCUS_RECRAWL): why the revisit plan chose it; its status says whether it changed (304)
+            "revisit": meta.get(REVISIT),
         }
 
     def process_response(self, request, response, spider=None):
@@ -93,6 +96,15 @@ class CrawlLogMiddleware:
             if page.page_score is not None and page.page_score != page.score:
                 record["page_score"] = round(page.page_score, 4)  # the page's words alone
             record["outlinks"] = page.outlinks
+            if record.get("revisit"):
+                record["changed"] = True
+            self._write(record)
+
+    def _on_page_visited(self, request, response, url, kind, text_hash, weight=None, spider=None):
+        """A revisit that found the text it had: nothing was scored, the record is written as it is."""
+        record = self._waiting_for_score.pop(id(request), None)
+        if record is not None:
+            record["changed"] = False
             self._write(record)
 
     def _on_refused(self, request, reason, spider=None):

@@ -100,6 +100,8 @@ class DuplicatesPipeline:
         adapter = ItemAdapter(item)
         if adapter.get("restored"):
             return item  # judged before the kill
+        if (adapter.get("extra") or {}).get("revisit"):
+            return item  # a new version of a page judged at its first fetch: not a copy of itself
         found = self._find(adapter)
         if found is not None:
             adapter["duplicate_of"], adapter["duplicate_kind"] = found

@@ -40,6 +40,7 @@ from focuscrawl.distributed.crawl import SharedCrawl
 from focuscrawl.distributed.exclusion import SharedExclusionList
 from focuscrawl.frontier import Entry, Frontier
 from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
+from focuscrawl.freshness import RevisitPlan
 from focuscrawl.frontier.aliases import HostAliases
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
 from focuscrawl.learning.learner import page_reward
@@ -54,6 +55,7 @@ from focuscrawl.scheduling.persistence import Persistence
 from focuscrawl.scheduling.policies import HeadCheck, Patience, ReleasePolicy
 from focuscrawl.scheduling.requests import RequestSerializer
 from focuscrawl.scheduling.rescoring import ROBOTS_PRIORITY, BackgroundRescorer
+from focuscrawl.scheduling.revisits import REVISIT_PRIORITY, Revisits
 from focuscrawl.scheduling.robots import RobotsFetcher
 from focuscrawl.urls import canonicalize, host_key
 
@@ -84,7 +86,7 @@ class FocusScheduler:
     def __init__(self, crawler, config: FocusConfig, *, frontier: Frontier, admission: Admission, gate: HostGate,
                  learner: LinkRewardLearner, serializer: RequestSerializer, downloader: DownloaderAdapter,
                  persistence: Persistence | None = None, strategy=None, aliases: HostAliases | None = None,
-                 shared: SharedCrawl | None = None):
+                 shared: SharedCrawl | None = None, revisits: Revisits | None = None):
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
@@ -99,6 +101,8 @@ class FocusScheduler:
         self.shared = shared
         # the spellings each host serves one page at, learned from redirects and content hashes
         self.aliases = aliases
+        # a continuous crawl's revisits of what it found (FOCUS_RECRAWL); None: each page fetched once
+        self.revisits = revisits
         # what sets the priorities (FOCUS_STRATEGY): by default the learner
         self.strategy = strategy if strategy is not None else LearnedStrategy(learner)
         # through the attribute, so that a test may stand in for the reactor
@@ -130,6 +134,9 @@ class FocusScheduler:
         codec = (RequestCodec(serializer.to_dict, serializer.from_dict, lambda r: link_parent(r.meta))
                  if config.frontier_pack else None)
         shared = None
+        if config.frontier_url and config.recrawl:
+            raise NotConfigured("focuscrawl scheduler: FOCUS_RECRAWL does not work with a shared frontier "
+                                "(FOCUS_FRONTIER_URL) yet: the revisit plan lives in one process")
         if config.frontier_url:
             # a record in Redis must hold its request: entries are always packed
             codec = codec or RequestCodec(serializer.to_dict, serializer.from_dict, lambda r: link_parent(r.meta))
@@ -158,12 +165,19 @@ class FocusScheduler:
         if config.jobdir and shared is not None:
             logger.warning("JOBDIR keeps the spider's state only: the shared frontier lives in Redis (%s)",
                            config.frontier_url)
+        revisits = (Revisits(RevisitPlan(min_interval=config.recrawl_min_interval,
+                                         # the baselines know nothing of relevance: they keep every page
+                                         **({} if config.recrawl_policy == "optimal" else {"fade_below": 0.0})),
+                             config.recrawl_share, config.recrawl_policy, config.recrawl_reallocate_seconds,
+                             crawler.stats)
+                    if config.recrawl else None)
         persistence = (Persistence(config.jobdir, serializer, frontier, admission, gate, crawler.stats,
-                                   config.checkpoint_seconds, aliases=aliases)
+                                   config.checkpoint_seconds, aliases=aliases, revisits=revisits)
                        if config.jobdir and shared is None else None)
         return cls(crawler, config, frontier=frontier, admission=admission, gate=gate, learner=learner,
                    serializer=serializer, downloader=DownloaderAdapter(crawler), persistence=persistence,
-                   strategy=make_strategy(config.strategy, learner, config), aliases=aliases, shared=shared)
+                   strategy=make_strategy(config.strategy, learner, config), aliases=aliases, shared=shared,
+                   revisits=revisits)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def open(self, spider):
@@ -175,6 +189,9 @@ class FocusScheduler:
         sig.connect(self._on_item_done, signal=signals.item_scraped)
         sig.connect(self._on_item_done, signal=signals.item_dropped)
         sig.connect(self._on_page_stored, signal=focus_signals.page_stored)
+        if self.revisits is not None:
+            sig.connect(self._on_page_visited, signal=focus_signals.page_visited)
+            sig.connect(self._on_change_hinted, signal=focus_signals.change_hinted)
         self.downloader.take_over_delays()
         if self.shared is not None:
             self.shared.attach(self.gate, self.robots.apply)
@@ -235,6 +252,8 @@ class FocusScheduler:
     def has_pending_requests(self) -> bool:
         if self._budget_spent():
             return False
+        if self.revisits is not None and len(self.revisits):
+            return True  # a continuous crawl: pages to keep fresh (the budget or a stop ends it)
         if not len(self.frontier):
             if self.shared is not None:  # other workers' pages may still bring links
                 return self.gate.busy() or self.shared.pending()
@@ -276,7 +295,8 @@ class FocusScheduler:
         if self.aliases is not None:
             request, canonical = self._alias(request, canonical)
         reason = self.admission.admit(request.url, canonical, dont_filter=request.dont_filter,
-                                      redirect_times=meta.get("redirect_times", 0), sitemap=bool(meta.get(M.SITEMAP)),
+                                      redirect_times=meta.get("redirect_times", 0),
+                                      sitemap=bool(meta.get(M.SITEMAP) or meta.get(M.FEED)),
                                       depth=meta.get(M.DEPTH, 0))
         if reason in DUPLICATES:
             self.stats.inc_value("focus/dupes_filtered")
@@ -331,6 +351,8 @@ class FocusScheduler:
                                  redirected=bool(request.meta.get("redirect_urls")))
 
     def _refuse(self, request: Request, reason: str) -> bool:
+        if self.revisits is not None and request.meta.get(M.REVISIT) is not None:
+            self.revisits.dropped(canonicalize(request.url))
         self.stats.inc_value(f"focus/refused/{reason}")
         self.crawler.signals.send_catch_log(focus_signals.request_refused, request=request, reason=reason)
         return False
@@ -356,6 +378,8 @@ class FocusScheduler:
             self.persistence.checkpoint(self.learner, self.released, self.strategy)
         if self.strategy.settle():  # queued URLs found on better pages since: re-score them
             self.rescorer.learner_updated()
+        if self.revisits is not None:
+            self._queue_revisits(now)
         frontier = self.frontier
         for _ in range(10_000):
             popped = frontier.pop(now, rescore=self.rescorer.rescore)
@@ -363,7 +387,7 @@ class FocusScheduler:
                 if not len(frontier) and self.persistence is not None and self.persistence.has_spill():
                     self.persistence.unspill(self.learner)
                     continue
-                self.downloader.wake_at(frontier.next_ready_time(), time.monotonic())
+                self.downloader.wake_at(self._next_wake(), time.monotonic())
                 return None
             host, entry = popped
             request = entry.payload
@@ -436,6 +460,8 @@ class FocusScheduler:
         self.gate.start(host, request)
         if self.patience is not None:
             self.patience.released(time.monotonic())
+        if self.revisits is not None and not meta.get(M.ROBOTS_FOR):
+            self.revisits.released_one(time.monotonic(), revisit=meta.get(M.REVISIT) is not None)
         if entry is not None and not meta.get(M.ROBOTS_FOR):
             if meta.get(M.ALIAS_OF) and self.aliases is not None:
                 self.admission.seen.add(entry.url)  # re-spelled in the queue (see _respell_queued)
@@ -447,14 +473,49 @@ class FocusScheduler:
             meta[M.PRIORITY] = round(entry.priority, 4)
             if entry.features is not None:
                 meta[M.FEATURES] = entry.features
-            meta[M.EXPLAIN] = self.strategy.explain(entry.url, meta)
+            # a revisit's why is the revisit plan's (M.REVISIT), not the link's
+            meta[M.EXPLAIN] = self.strategy.explain(entry.url, meta) if meta.get(M.REVISIT) is None else []
             self.strategy.released(entry.url)
             self.stats.inc_value("focus/requests_released")
-            if self.persistence is not None:
+            if self.persistence is not None and meta.get(M.REVISIT) is None:
+                # a revisit lost to a kill is due again by the plan the snapshot holds
                 self.persistence.released(entry.url, meta.get(M.HEAD_FOR) or request)
         else:
             self.stats.inc_value("focus/robots/requests")
         return request
+
+    # --- revisits (FOCUS_RECRAWL) -----------------------------------------------------------------
+    def _queue_revisits(self, now: float) -> None:
+        """Due revisits into their hosts' queues, ahead of the URLs never fetched, as many as the
+        revisit share allows (``Revisits``)."""
+        queued_revisits = len(self.revisits.queued)
+        discovery_left = len(self.frontier) > queued_revisits
+        for request in self.revisits.due_requests(now, self.released, discovery_left, self.spider.revisit_request):
+            canonical = canonicalize(request.url)
+            self.frontier.push(host_key(canonical), Entry(REVISIT_PRIORITY, canonical, request, None, -1))
+
+    def _next_wake(self) -> float | None:
+        """When the engine should ask again: a host's turn, or the next revisit due."""
+        ready_at = self.frontier.next_ready_time()
+        if self.revisits is None:
+            return ready_at
+        due = self.revisits.next_due(time.monotonic())
+        return due if ready_at is None else ready_at if due is None else min(ready_at, due)
+
+    def _on_page_visited(self, request, response, url, kind, text_hash, weight=None, spider=None):
+        revisit = request.meta.get(M.REVISIT) is not None
+        status = response.status
+        etag = response.headers.get(b"ETag")
+        last_modified = response.headers.get(b"Last-Modified")
+        self.revisits.record(url, status, revisit=revisit, text_hash=text_hash, weight=weight,
+                             etag=etag.decode("latin-1")[:256] if etag else None,
+                             last_modified=last_modified.decode("latin-1")[:64] if last_modified else None,
+                             released=self.released, depth=request.meta.get(M.DEPTH, 0), kind=kind)
+        if revisit and canonicalize(request.url) != url:
+            self.revisits.record(canonicalize(request.url), 301, revisit=True)  # moved: its new address is tracked
+
+    def _on_change_hinted(self, url, changed_at=None, changefreq=None, spider=None):
+        self.revisits.hint(url, changed_at, changefreq)
 
     def _free(self, host: str, ready_at: float) -> None:
         """The host (and, per IP, its server) may be contacted again from ``ready_at``."""
@@ -476,6 +537,9 @@ class FocusScheduler:
 
     def _on_request_left(self, request, spider=None):
         meta = request.meta
+        if self.revisits is not None and meta.get(M.REVISIT) is not None:
+            # out of the queue: not due again until recorded, or another interval passed (a failure)
+            self.revisits.queued.discard(canonicalize(request.url))
         host = meta.get(M.HOST)
         if host is None or self.gate.inflight.get(host) is not request:
             return
@@ -491,7 +555,9 @@ class FocusScheduler:
     # --- feedback from the spider and the pipelines ---------------------------------------------
     def _on_page_scored(self, request, response, page, links=None, hit=None, spider=None):
         """``hit``: the page counts as found for the learner (FOCUS_REWARD_THRESHOLD); without it,
-        the item's relevance."""
+        the item's relevance. A revisit teaches the learner nothing about the link that led there."""
+        if request.meta.get(M.REVISIT) is not None:
+            return
         if self.aliases is not None:
             self._alias_evidence(request, page)
         wasted = page.score is None

@@ -22,3 +22,13 @@ crawl_opened = object()
 #: spider yields them first): a resumed crawl need not fetch it again, nor a shared crawl's worker
 #: be given it again, whatever happens to the item after the store.
 page_stored = object()
+
+#: A page, feed or sitemap was fetched, for the revisit plan (FOCUS_RECRAWL). Args: request,
+#: response, url (canonical, of the response), kind ("page", "feed" or "sitemap"), text_hash (of
+#: the text or body; "" when there is none), weight (the page's relevance probability; None for
+#: a feed or sitemap, or a page not scored).
+page_visited = object()
+
+#: A feed entry or a sitemap's lastmod/changefreq speaks of a page. Args: url (canonical),
+#: changed_at (epoch seconds or None), changefreq (a sitemap word or None).
+change_hinted = object()

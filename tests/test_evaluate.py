@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -256,6 +257,28 @@ def test_replay_command_serves_until_sigterm(files):
     assert json.loads(log.read_text().splitlines()[0])["url"] == f"{H}/t2"
 
 
+def test_replay_command_serves_a_changing_web(files):
+    """--changing: the pages carry validators and a conditional request is answered 304."""
+    proc = subprocess.Popen([sys.executable, "-m", "scrapy", "replay", "ev.warc.gz", "--changing", "7"],
+                            cwd=files, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, SCRAPY_SETTINGS_MODULE="focuscrawl.settings"))
+    try:
+        first = proc.stdout.readline()
+        assert "at http://127.0.0.1:" in first, first + proc.stderr.read() if proc.poll() is not None else first
+        url = first.rsplit(" ", 1)[-1].strip()
+        assert "change as they are crawled" in proc.stdout.readline()
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({"http": url}))
+        etag = opener.open(f"{H}/t2", timeout=10).headers["ETag"]
+        assert etag
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            opener.open(urllib.request.Request(f"{H}/t2", headers={"If-None-Match": etag}), timeout=10)
+        assert answer.value.code == 304
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err[-2000:]
+
+
 def test_replay_command_user_errors(files):
     result = scrapy(["replay", "ev.warc.gz", "--port", "70000"], cwd=files)
     assert result.returncode == 2 and result.stderr.startswith("error: --port")
@@ -264,6 +287,10 @@ def test_replay_command_user_errors(files):
     assert result.returncode == 2 and "JSON object" in result.stderr
     result = scrapy(["replay"], cwd=files)
     assert result.returncode == 2 and "no WARC" in result.stderr
+    result = scrapy(["replay", "ev.warc.gz", "--changing", "x"], cwd=files)
+    assert result.returncode == 2 and "--changing" in result.stderr
+    result = scrapy(["replay", "ev.warc.gz", "--changing", "1", "--labels", "labels.tsv"], cwd=files)
+    assert result.returncode == 2 and "--topic" in result.stderr
 
 
 @pytest.mark.e2e

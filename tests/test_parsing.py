@@ -353,3 +353,45 @@ def test_links_after_the_end_of_the_document_and_in_noframes_are_kept():
                             "http://a.example/people.html", "http://a.example/after.html"]
     assert by_url["http://a.example/after.html"].anchor == "After the end"
     assert "<" not in parsed.text and "People" in parsed.text
+
+
+# --- feed discovery ----------------------------------------------------------------------------
+
+def test_feeds_announced_in_the_head_are_found_and_resolved():
+    body = b"""<html><head><base href="http://cdn.example/root/"><title>Blog</title>
+      <link rel="alternate" type="application/rss+xml" title="Posts" href="feed.xml">
+      <link rel="Alternate Home" type="Application/Atom+XML; charset=utf-8" href=" /atom.xml#x ">
+      <link rel="alternate" type="application/rss+xml" href="feed.xml">
+      <link rel="alternate" hreflang="fr" type="text/html" href="/fr/">
+      <link rel="alternate stylesheet" type="text/css" href="/dark.css">
+      <link rel="stylesheet" type="application/rss+xml" href="/not-alternate.xml">
+      <link rel="alternate" href="/no-type.xml">
+      <link rel="alternate" type="application/rss+xml" href="javascript:void(0)">
+      <link rel="alternate" type="application/rss+xml">
+    </head><body><p>Posts</p></body></html>"""
+    parsed = parse_html(body, "http://site.example/blog/")
+    assert parsed.feeds == ["http://cdn.example/root/feed.xml", "http://cdn.example/atom.xml"]
+    assert all(link.url not in parsed.feeds for link in parsed.links)
+
+
+@pytest.mark.parametrize("stray", ["<img src='/pixel.gif'>", "<div>x</div>", "stray text"])
+def test_feeds_after_body_content_in_the_head_are_found(stray):
+    """Body content in the head makes libxml2 start the body there: the feed link after it ends
+    up in the body, and is still found."""
+    body = (f"<html><head><title>T</title>{stray}"
+            "<link rel='alternate' type='application/atom+xml' href='/atom.xml'></head>"
+            "<body><p>Text</p></body></html>").encode()
+    assert parse_html(body, "http://a.example/").feeds == ["http://a.example/atom.xml"]
+
+
+def test_feeds_are_capped():
+    links = "".join(f"<link rel='alternate' type='application/rss+xml' href='/tag/{i}.xml'>" for i in range(50))
+    parsed = parse_html(f"<html><head>{links}</head><body>x</body></html>".encode(), "http://a.example/")
+    assert parsed.feeds == [f"http://a.example/tag/{i}.xml" for i in range(len(parsed.feeds))]
+    assert 1 <= len(parsed.feeds) <= 4
+
+
+@pytest.mark.parametrize("body", [b"", b"<p>No head</p>", bytes(range(256)),
+                                  b"<link rel=alternate type=application/rss+xml href='http://[::1'>"])
+def test_pages_without_feeds_have_none(body):
+    assert parse_html(body, "http://a.example/").feeds == []

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import sys
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -88,16 +89,20 @@ class Command(FocusCommand):
 
         fetched = self._from_store(store_path, args, top) if has_store else {url: [] for url in args}
         waiting = self._from_checkpoint(checkpoint_path, args, top) if has_checkpoint else {url: None for url in args}
+        revisits = self._from_revisit_plan(checkpoint_path, args) if has_checkpoint else {url: None for url in args}
 
         missing = 0
         where = " nor ".join(filter(None, [f"the crawl store {store_path}" if has_store else "",
                                            f"the frontier checkpoint {checkpoint_path}" if has_checkpoint else ""]))
         for url in args:
-            pages, entry = fetched[url], waiting[url]
-            found = bool(pages) or entry is not None
+            pages, entry, revisit = fetched[url], waiting[url], revisits[url]
+            found = bool(pages) or entry is not None or revisit is not None
             missing += not found
             if opts.json:
-                print(json.dumps({"url": url, "found": found, "fetched": pages, "frontier": entry}, ensure_ascii=False))
+                answer = {"url": url, "found": found, "fetched": pages, "frontier": entry}
+                if revisit is not None:  # a continuous crawl's plan for the page (FOCUS_RECRAWL)
+                    answer["revisits"] = revisit
+                print(json.dumps(answer, ensure_ascii=False))
             elif not found:
                 print(f"{url}: not found (in neither {where})")
             else:
@@ -105,6 +110,8 @@ class Command(FocusCommand):
                     print(_format_page(url, page))
                 if entry is not None:
                     print(_format_entry(url, entry))
+                if revisit is not None:
+                    print(f"{url}: kept fresh (FOCUS_RECRAWL): {revisit}")
         sys.stdout.flush()
         if missing:
             self.exitcode = 1
@@ -196,6 +203,15 @@ class Command(FocusCommand):
                 result[url] = result.get(first)
         return result
 
+    def _from_revisit_plan(self, path: str, urls: list[str]) -> dict[str, str | None]:
+        """What a continuous crawl's revisit plan (FOCUS_RECRAWL) knows and intends for each URL:
+        its change rate, interval, weight, last visit, next revisit."""
+        revisits = self._load_checkpoint(path).state.get("revisits")
+        if revisits is None:
+            return {url: None for url in urls}
+        now = time.time()
+        return {url: revisits.plan.explain(canonicalize(url), now) for url in urls}
+
     @staticmethod
     def _entry_summary(learner, path, host, priority, request_dict, features, canonical, priorities, top,
                        strategy=None) -> dict:
@@ -259,6 +275,8 @@ def _page_summary(page: dict, top: int) -> dict:
         summary["duplicate_of"] = page["duplicate_of"]
     if extra.get("error"):
         summary["error"] = extra["error"]
+    if extra.get("revisit"):
+        summary["revisit"] = extra["revisit"]  # a new version found by a revisit, and why it was revisited
     return summary
 
 
@@ -282,7 +300,10 @@ def _format_page(asked: str, page: dict) -> str:
         status += f", duplicate of {page['duplicate_of']}"
     lines.append(status)
     priority = "(not recorded)" if page["priority"] is None else f"{page['priority']:.4f}"
-    lines.append(f"  priority at dequeue {priority}; why: {_why(page['why'])}")
+    if page.get("revisit"):
+        lines.append(f"  a revisit found it changed; revisited because: {page['revisit']}")
+    else:
+        lines.append(f"  priority at dequeue {priority}; why: {_why(page['why'])}")
     lines.append(f"  depth {page['depth']}, referrer {page['referrer'] or '(seed)'}")
     return "\n".join(lines)
 

@@ -12,7 +12,9 @@ import threading
 from pathlib import Path
 
 from focuscrawl.commandbase import CommandError, FocusCommand
-from focuscrawl.replay import RecordedWeb, RecordError, ReplayProxy
+from focuscrawl.replay import ChangingWeb, RecordedWeb, RecordError, ReplayProxy
+from focuscrawl.replay.changing import OTHER_MIX, RELEVANT_MIX
+from focuscrawl.replay.metrics import load_labels
 
 
 def load_robots(path: str | None) -> dict[str, str]:
@@ -62,6 +64,30 @@ def parse_latency(value) -> float:
     return latency
 
 
+def changing_web(web: RecordedWeb, opts) -> ChangingWeb | None:
+    """The web as it changes (``--changing SEED``), its relevant pages (``--labels`` and
+    ``--topic``) changing as the relevant pages' mix says; None without ``--changing``."""
+    if opts.changing is None:
+        return None
+    try:
+        seed, scale = int(opts.changing), float(opts.time_scale)
+    except ValueError:
+        raise CommandError(f"--changing takes a whole number (a seed) and --time-scale a number, not "
+                           f"{opts.changing!r} and {opts.time_scale!r}") from None
+    if not scale > 0:
+        raise CommandError(f"--time-scale must be positive, not {opts.time_scale!r}")
+    relevant: set[str] = set()
+    if opts.labels:
+        if not opts.topic:
+            raise CommandError("--labels needs --topic: the label of the relevant pages")
+        try:
+            relevant = {url for url, label in load_labels(opts.labels).items() if label == opts.topic}
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"cannot read labels file {opts.labels}: {exc}") from None
+    return ChangingWeb(web, relevant, seed=seed, relevant_mix=RELEVANT_MIX.faster(scale),
+                       other_mix=OTHER_MIX.faster(scale))
+
+
 def start_proxy(web: RecordedWeb, **kwargs) -> ReplayProxy:
     try:
         return ReplayProxy(web, **kwargs).start()
@@ -75,7 +101,8 @@ class Command(FocusCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "WARC [WARC...] [--port N] [--robots FILE.json] [--latency-ms MS] [--log FILE]"
+        return ("WARC [WARC...] [--port N] [--robots FILE.json] [--latency-ms MS] [--log FILE] "
+                "[--changing SEED [--time-scale S] [--labels FILE --topic NAME]]")
 
     def short_desc(self) -> str:
         return "Serve a recorded web (WARC) as an HTTP proxy on 127.0.0.1, logging every request"
@@ -85,7 +112,11 @@ class Command(FocusCommand):
             "Serve the response records of the WARC files as an HTTP/1.1 forward proxy on 127.0.0.1: "
             "recorded URLs get their recorded answer, anything else 404. robots.txt comes from the WARC, "
             "else from --robots (a JSON object host -> text), else 404. Every request is logged as one "
-            "JSON line to --log. Point a crawl at it with http_proxy=http://127.0.0.1:PORT. Ctrl-C stops it."
+            "JSON line to --log. Point a crawl at it with http_proxy=http://127.0.0.1:PORT. Ctrl-C stops it. "
+            "With --changing SEED the pages change as they are crawled (each a Poisson process: ETag, "
+            "Last-Modified and 304s, a feed and a sitemap with lastmod per host; the log says which version "
+            "each answer was), --time-scale S times faster than the default mixes, the pages labelled --topic "
+            "in --labels changing as relevant pages do; measure with focuscrawl.replay.freshness_report."
         )
 
     def add_options(self, parser) -> None:
@@ -94,17 +125,25 @@ class Command(FocusCommand):
         parser.add_argument("--robots", metavar="FILE.json", help="robots.txt for hosts the WARC has none for")
         parser.add_argument("--latency-ms", default="0", metavar="MS", help="delay every answer by MS milliseconds")
         parser.add_argument("--log", metavar="FILE", help="append one JSON line per request to FILE")
+        parser.add_argument("--changing", metavar="SEED", help="pages change while crawled, drawn from SEED")
+        parser.add_argument("--time-scale", default="1", metavar="S", help="changes S times faster (default 1)")
+        parser.add_argument("--labels", metavar="FILE", help="a labels TSV (url and label columns) naming the relevant pages")
+        parser.add_argument("--topic", metavar="NAME", help="the label of the relevant pages in --labels")
 
     def execute(self, args: list[str], opts) -> None:
         port = parse_port(opts.port)
         latency = parse_latency(opts.latency_ms)
         robots = load_robots(opts.robots)
         web = load_web(args)
-        proxy = start_proxy(web, port=port, robots=robots, latency_ms=latency, log_path=opts.log)
+        changes = changing_web(web, opts)
+        proxy = start_proxy(web, port=port, robots=robots, latency_ms=latency, log_path=opts.log, changes=changes)
         stop = threading.Event()
         previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
         try:
             print(f"replaying {len(web)} recorded responses from {len(web.hosts())} hosts at {proxy.url}", flush=True)
+            if changes is not None:
+                print(f"its pages change as they are crawled (seed {opts.changing}, time scale {opts.time_scale})",
+                      flush=True)
             print(f"crawl it with: http_proxy={proxy.url} scrapy crawl focused -a seeds=SEEDS -a model=MODEL", flush=True)
             if opts.log:
                 print(f"logging every request to {opts.log}", flush=True)

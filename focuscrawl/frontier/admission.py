@@ -67,7 +67,7 @@ class Admission:
         reason = None
         if redirect_times > self.max_redirects:
             reason = "too_many_redirects"
-        if not reason and not sitemap:  # a sitemap may well be .xml.gz
+        if not reason and not sitemap:  # a sitemap (or feed) may well be .xml.gz (or .rss)
             reason = self.traps.check(canonical, depth)
         reason = reason or self.network.url_refusal(url) or self.excluded(url) or self.out_of_scope(canonical)
         host = host_key(canonical)

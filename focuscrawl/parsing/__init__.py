@@ -1,6 +1,11 @@
-"""Bytes to text (charset that survives lying headers) and HTML to title, main text, links."""
+"""Bytes to text (charset that survives lying headers), HTML to title, main text, links and the
+feeds it announces, RSS/Atom feeds to their entries."""
 
 from focuscrawl.parsing.charset import decode_body
+from focuscrawl.parsing.feeds import Feed, FeedEntry, FeedError, looks_like_feed, read_feed
 from focuscrawl.parsing.html import Link, ParsedPage, parse_html
 
-__all__ = ["decode_body", "parse_html", "ParsedPage", "Link"]
+__all__ = [
+    "decode_body", "parse_html", "ParsedPage", "Link",
+    "read_feed", "looks_like_feed", "Feed", "FeedEntry", "FeedError",
+]

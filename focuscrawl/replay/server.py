@@ -9,7 +9,9 @@ Log record keys (one JSON line each, and ``ReplayProxy.log``):
 ``t_start`` epoch seconds when the request head was fully received; ``t_end`` when the
 response was fully handed to the kernel; ``method``; ``url`` (absolute, "" when the request
 line could not be parsed); ``host`` (netloc); ``path``; ``status``; ``bytes`` (body bytes
-sent; 0 for HEAD); ``conn`` (connection id, counting from 1).
+sent; 0 for HEAD); ``conn`` (connection id, counting from 1). With a ``ChangingWeb``
+(``changes=``), a record of a changing page also has ``version``: the version served, or the
+one a 304 confirmed.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from http import HTTPStatus
 from typing import Mapping
 from urllib.parse import urlsplit
 
+from focuscrawl.replay.changing import ChangingWeb
 from focuscrawl.replay.recorded import RecordedWeb, host_of
 
 logger = logging.getLogger(__name__)
@@ -49,12 +52,19 @@ def _reason(status: int) -> str:
 
 
 class ReplayProxy:
-    """Answer recorded responses for recorded URLs, 404 for the rest; log every answer."""
+    """Answer recorded responses for recorded URLs, 404 for the rest; log every answer.
+
+    With ``changes`` (a ``ChangingWeb`` over the same recorded web), its pages change with time
+    and are answered through it (versions, validators, 304s), and its hosts' feeds, sitemaps
+    and ``Sitemap:`` robots.txt lines are served too. A request is answered as the web stands
+    at its ``t_start`` (``time.time()``), so such a ``ChangingWeb`` keeps its default clock.
+    """
 
     def __init__(self, web: RecordedWeb, host: str = "127.0.0.1", port: int = 0,
                  robots: Mapping[str, str] | None = None, latency_ms: float = 0,
-                 log_path: str | None = None):
+                 log_path: str | None = None, changes: ChangingWeb | None = None):
         self.web = web
+        self.changes = changes
         self.host = host
         self.port = port
         self.robots = {str(k).lower(): v for k, v in (robots or {}).items()}
@@ -314,6 +324,8 @@ class ReplayProxy:
             return False
         parts = urlsplit(url)
         host, path = parts.netloc, parts.path or "/"
+        if self.changes is not None:
+            return await self._respond_changing(writer, conn, t_start, method, url, host, path, keep_alive, headers)
         return await self._respond(writer, conn, t_start, method, url, host, path, keep_alive)
 
     async def _respond(self, writer, conn: int, t_start: float, method: str, url: str, host: str, path: str,
@@ -326,6 +338,55 @@ class ReplayProxy:
         await self._send(writer, conn, t_start, method, url, host, path, status, resp_headers,
                          body, keep_alive=keep_alive, head_only=(method == "HEAD"))
         return keep_alive
+
+    async def _respond_changing(self, writer, conn: int, t_start: float, method: str, url: str, host: str,
+                                path: str, keep_alive: bool, request_headers: dict) -> bool:
+        """Answer through ``changes`` as the web stands at ``t_start``; the log record of a
+        changing page gets the version served (or confirmed)."""
+        try:
+            status, resp_headers, body, version = self._lookup_changing(url, path, method, request_headers, t_start)
+        except Exception:  # a bug in the changing web must not cost the crawler its connection
+            logger.exception("replay proxy: changing web failed on %s", url)
+            status, resp_headers, body, version = 500, [("Content-Type", "text/plain")], b"internal error\n", None
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        await self._send(writer, conn, t_start, method, url, host, path, status, resp_headers, body,
+                         keep_alive=keep_alive, head_only=(method == "HEAD"),
+                         extra=None if version is None else {"version": version},
+                         declare_length=(status != 304))
+        return keep_alive
+
+    def _lookup_changing(self, url: str, path: str, method: str, request_headers: dict, t: float):
+        """``(status, headers, body, version)``: robots.txt with the host's sitemap announced,
+        a changing page or a made-up feed or sitemap, else the recorded answer (or 404)."""
+        if path == "/robots.txt":
+            robots = self._robots_with_sitemap(url)
+            if robots is not None:
+                return robots + (None,)
+        resp = self.web.lookup(url)
+        answer = self.changes.answer(url, request_headers, t, resp, method=method)
+        if answer is not None:
+            status, headers, body, version = answer
+            return status, [(k, v) for k, v in headers if k.lower() not in HOP_BY_HOP], body, version
+        return self._lookup(url, path) + (None,)
+
+    def _robots_with_sitemap(self, url: str):
+        """The robots.txt the proxy would serve (recorded 200, else the ``robots`` mapping,
+        else none) with a ``Sitemap:`` line; None when a recorded non-200 answer stands."""
+        host = host_of(url)
+        resp = self.web.lookup(url)
+        if resp is not None and resp.status != 200:
+            return None
+        if resp is not None:
+            headers = [(k, v) for k, v in resp.headers if k.lower() not in HOP_BY_HOP]
+            original = resp.body.decode("utf-8", "surrogateescape")
+        else:
+            headers = [("Content-Type", "text/plain; charset=utf-8")]
+            original = self.robots.get(host)
+        text = self.changes.robots_txt(host, original)
+        if text is None:
+            return None
+        return 200, headers, text.encode("utf-8", "surrogateescape")
 
     def _lookup(self, url: str, path: str):
         resp = self.web.lookup(url)
@@ -344,16 +405,24 @@ class ReplayProxy:
                          (message + "\n").encode("utf-8"), keep_alive=False)
 
     async def _send(self, writer, conn, t_start, method, url, host, path, status, headers, body,
-                    keep_alive: bool, head_only: bool = False) -> None:
+                    keep_alive: bool, head_only: bool = False, extra: Mapping | None = None,
+                    declare_length: bool = True) -> None:
+        """Write one answer and log it (``extra``: keys added to the record). Without
+        ``declare_length`` no Content-Length is sent: a 304's would have to be the length of the
+        200 it stands for."""
         lines = [f"HTTP/1.1 {status} {_reason(status)}"]
         lines += [f"{k}: {v}" for k, v in headers]
-        lines.append(f"Content-Length: {len(body)}")
+        if declare_length:
+            lines.append(f"Content-Length: {len(body)}")
         lines.append("Connection: keep-alive" if keep_alive else "Connection: close")
         data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
         sent = 0 if head_only else len(body)
         writer.write(data if head_only else data + body)
         await writer.drain()
-        self._record({
+        record = {
             "t_start": t_start, "t_end": time.time(), "method": method, "url": url, "host": host,
             "path": path, "status": status, "bytes": sent, "conn": conn,
-        })
+        }
+        if extra:
+            record.update(extra)
+        self._record(record)

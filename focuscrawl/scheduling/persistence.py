@@ -27,7 +27,7 @@ from focuscrawl.frontier.admission import Admission
 from focuscrawl.jobdir import JobDir, JobDirError, read_jobdir
 from focuscrawl.learning import link_context, link_features
 from focuscrawl.learning.learner import is_vector
-from focuscrawl.meta import FEATURES, ROBOTS_FOR
+from focuscrawl.meta import FEATURES, REVISIT, ROBOTS_FOR
 from focuscrawl.politeness.gate import HostGate
 from focuscrawl.request_codec import packed_row, packed_rows
 from focuscrawl.scheduling.requests import RequestSerializer
@@ -40,7 +40,7 @@ FIRST = float("inf")  # the priority of a request in flight at a kill: first in 
 
 class Persistence:
     def __init__(self, jobdir: str, serializer: RequestSerializer, frontier: Frontier, admission: Admission,
-                 gate: HostGate, stats, checkpoint_seconds: float, aliases=None):
+                 gate: HostGate, stats, checkpoint_seconds: float, aliases=None, revisits=None):
         self.jobdir = jobdir
         self.job = JobDir(jobdir)
         self.serializer = serializer
@@ -50,6 +50,7 @@ class Persistence:
         self.stats = stats
         self.checkpoint_seconds = checkpoint_seconds
         self.aliases = aliases  # the hosts' learned URL aliases (HostAliases), kept with the snapshot
+        self.revisits = revisits  # a continuous crawl's revisit plan (FOCUS_RECRAWL), kept with the snapshot
         # canonical URL -> request released whose item has not been through the pipelines yet
         self.unfinished: dict[str, Request] = {}
         self.restoring = False
@@ -109,8 +110,10 @@ class Persistence:
         ``learned`` one's state)."""
         self._last_checkpoint = time.monotonic()
         to_dict = self.serializer.to_dict
+        # robots.txt is fetched again on resume, and revisits are due again by the plan kept here
         entries = [(host, entry.priority, to_dict(entry.payload), entry.features)
-                   for host, entry in self.frontier.rich_entries() if not entry.payload.meta.get(ROBOTS_FOR)]
+                   for host, entry in self.frontier.rich_entries()
+                   if not entry.payload.meta.get(ROBOTS_FOR) and entry.payload.meta.get(REVISIT) is None]
         for url, request in self.unfinished.items():  # released, item not stored yet: first in line on resume
             entries.append((host_key(url), FIRST, to_dict(request), request.meta.get(FEATURES)))
         gate = self.gate.state()
@@ -120,6 +123,7 @@ class Persistence:
             "robots": gate["robots"],
             "strategy": strategy if getattr(strategy, "name", "learned") != "learned" else None,
             "aliases": self.aliases,
+            "revisits": self.revisits,
         })
         self.stats.inc_value("focus/checkpoints")
 
@@ -163,6 +167,8 @@ class Persistence:
             self.admission.host_admitted = state["host_admitted"]
             if self.aliases is not None and state.get("aliases") is not None:
                 self.aliases.adopt(state["aliases"])
+            if self.revisits is not None and state.get("revisits") is not None:
+                self.revisits.adopt(state["revisits"])
             for host in self.gate.restore(state["timing"], state["robots"], time.monotonic()):
                 apply_robots(host)
             rows = list(state["entries"])  # every row, in a snapshot of format 1

@@ -105,7 +105,7 @@ class HeadCheck:
 
     def review(self, host: str, entry: Entry, request: Request, now: float) -> Request | None:
         meta = request.meta
-        if (request.method != "GET" or meta.get(M.HEAD_CHECKED) or meta.get(M.SITEMAP)
+        if (request.method != "GET" or meta.get(M.HEAD_CHECKED) or meta.get(M.SITEMAP) or meta.get(M.FEED)
                 or urlsplit(request.url).path.endswith("/") or extension(request.url) in PAGE_EXTENSIONS):
             return request
         head = request.replace(method="HEAD", callback=self.head_checked, errback=self.head_failed)

@@ -9,21 +9,38 @@ hops since the last relevant page). The frontier decides what is fetched, when, 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from datetime import datetime, timezone
 
 import scrapy
 from scrapy.exceptions import NotConfigured
+from scrapy.spidermiddlewares.httperror import HttpError
 
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import FocusConfig
 from focuscrawl.dedup import content_hash
 from focuscrawl.items import PageItem
-from focuscrawl.meta import DEPTH, EXPLAIN, LINK, PRIORITY, ROBOTS_FOR, SITEMAP, LinkMeta, request_meta
+from focuscrawl.meta import (
+    DEPTH,
+    EXPLAIN,
+    FEED,
+    LINK,
+    PRIORITY,
+    REVISIT,
+    REVISIT_HASH,
+    REVISIT_HEADERS,
+    ROBOTS_FOR,
+    SITEMAP,
+    LinkMeta,
+    request_meta,
+)
 from focuscrawl.network_guard import NetworkRefused
 from focuscrawl.parsing import parse_html
+from focuscrawl.parsing.feeds import FeedError, read_feed
 from focuscrawl.parsing.sitemap import SitemapError, read_sitemap
+from focuscrawl.urls import canonicalize
 from focuscrawl.relevance import ModelError, TopicModel
 
 logger = logging.getLogger(__name__)
@@ -81,6 +98,9 @@ class FocusedSpider(scrapy.Spider):
         spider.reward_threshold = spider.model.even_odds_score if reward is None else reward
         spider.link_evidence = config.link_evidence
         spider.sitemap_max_urls = config.sitemap_max_urls
+        spider.follow_feeds = config.follow_feeds
+        spider.feed_max_entries = config.feed_max_entries
+        spider.recrawl = config.recrawl
         spider.to_export = ()
         crawler.signals.connect(spider._on_crawl_opened, signal=focus_signals.crawl_opened)
         logger.info("pages scoring %.2f or more are relevant items; the link learner counts %.2f or more "
@@ -105,27 +125,100 @@ class FocusedSpider(scrapy.Spider):
 
     def parse_sitemap(self, response):
         """URLs of a sitemap (or the sitemaps of a sitemap index) go to the frontier, valued by
-        what their words say until the learner knows better."""
+        what their words say until the learner knows better; their lastmod and changefreq tell
+        the revisit plan of the pages it keeps fresh (FOCUS_RECRAWL)."""
+        if self._unchanged_revisit(response, "sitemap", _body_hash(response)):
+            return
         try:
             sitemap = read_sitemap(response.body, response.url, self.sitemap_max_urls,
                                    max_bytes=self.settings.getint("DOWNLOAD_MAXSIZE"))
         except SitemapError as exc:
             logger.info("sitemap %s skipped: %s", response.url, exc)
             return
+        self._visited(response, "sitemap", _body_hash(response))
         locations = sitemap.urls
         self.crawler.stats.inc_value("focus/sitemaps/urls", len(locations))
         if sitemap.kind == "sitemapindex":
             for loc in locations:
                 yield self.sitemap_request(loc)
             return
+        if self.recrawl:
+            for entry in sitemap.entries:
+                if entry.lastmod is not None or entry.changefreq:
+                    self._hint(entry.url, entry.lastmod, entry.changefreq)
         scores = self.model.score_links([("", "", loc) for loc in locations])
         for loc, link_score in zip(locations, scores):
             link = LinkMeta(parent_url=response.url, hops=1, link_score=round(float(link_score), 4))
             yield scrapy.Request(loc, callback=self.parse, errback=self.fetch_failed, meta=request_meta(link, 1))
 
+    # --- feeds (announced in pages' heads) ----------------------------------------------------
+    def feed_request(self, url: str, parent_url: str) -> scrapy.Request:
+        return scrapy.Request(url, callback=self.parse_feed, errback=self.fetch_failed,
+                              meta={FEED: True, LINK: LinkMeta(context="feed", parent_url=parent_url).to_meta()})
+
+    def parse_feed(self, response):
+        """A feed's entries: URLs never seen go to the frontier, valued by their title and summary;
+        an entry updated since its page's last visit makes that page due (FOCUS_RECRAWL)."""
+        if self._unchanged_revisit(response, "feed", _body_hash(response)):
+            return
+        try:
+            feed = read_feed(response.body, response.url, self.feed_max_entries,
+                             max_bytes=self.settings.getint("DOWNLOAD_MAXSIZE"))
+        except FeedError as exc:
+            logger.info("feed %s skipped: %s", response.url, exc)
+            return
+        self._visited(response, "feed", _body_hash(response))
+        self.crawler.stats.inc_value("focus/feeds/read")
+        self.crawler.stats.inc_value("focus/feeds/entries", len(feed.entries))
+        if self.recrawl:
+            for entry in feed.entries:
+                if entry.updated is not None:
+                    self._hint(entry.url, entry.updated, None)
+        scores = self.model.score_links([(entry.title, entry.summary, entry.url) for entry in feed.entries])
+        depth = response.meta.get(DEPTH, 0) + 1
+        for entry, link_score in zip(feed.entries, scores):
+            link = LinkMeta(anchor=entry.title, context=entry.summary, parent_url=response.url, hops=1,
+                            link_score=round(float(link_score), 4))
+            yield scrapy.Request(entry.url, callback=self.parse, errback=self.fetch_failed,
+                                 meta=request_meta(link, depth))
+
+    # --- revisits (FOCUS_RECRAWL: the scheduler's revisit plan asks for them) ---------------------
+    def revisit_request(self, url: str, kept, meta: dict) -> scrapy.Request:
+        """A page, feed or sitemap fetched again, with the validators of the version the crawl has."""
+        callback = {"feed": self.parse_feed, "sitemap": self.parse_sitemap}.get(kept.kind, self.parse)
+        return scrapy.Request(url, headers=meta.get(REVISIT_HEADERS) or None, callback=callback,
+                              errback=self.fetch_failed, meta=meta, dont_filter=True)
+
+    def _unchanged_revisit(self, response, kind: str, text_hash: str | None = None) -> bool:
+        """A revisit answered 304, or with the text the crawl has (``text_hash``): recorded as no
+        change, and nothing more is done with it. Any other response is handled as a fetch."""
+        meta = response.request.meta
+        if meta.get(REVISIT) is None:
+            return False
+        if response.status == 304:
+            self._visited(response, kind, "")
+            return True
+        if text_hash is not None and text_hash == meta.get(REVISIT_HASH):
+            self._visited(response, kind, text_hash)
+            return True
+        return False
+
+    def _visited(self, response, kind: str, text_hash: str, weight: float | None = None) -> None:
+        if self.recrawl:
+            self.crawler.signals.send_catch_log(
+                focus_signals.page_visited, request=response.request, response=response,
+                url=canonicalize(response.url), kind=kind, text_hash=text_hash, weight=weight)
+
+    def _hint(self, url: str, changed_at: float | None, changefreq: str | None) -> None:
+        self.crawler.signals.send_catch_log(focus_signals.change_hinted, url=canonicalize(url),
+                                            changed_at=changed_at, changefreq=changefreq)
+
     # --- responses ----------------------------------------------------------------------------
     def parse(self, response):
         request = response.request
+        revisit = request.meta.get(REVISIT)
+        if revisit is not None and self._unchanged_revisit(response, "page"):
+            return
         came_by = LinkMeta.from_meta(request.meta)
         page = self._page_for(response, came_by)
         links, hit = [], False  # hit: the page counts as found for the learner (FOCUS_REWARD_THRESHOLD)
@@ -146,6 +239,8 @@ class FocusedSpider(scrapy.Spider):
             hit = page.score >= self.reward_threshold and not noindex
             found_probability = round(self.model.probability(page.score), 4)
             page.content_hash = content_hash(parsed.text)
+            if revisit is not None and self._unchanged_revisit(response, "page", page.content_hash):
+                return
             if noindex:
                 page.extra["noindex"] = True
                 self.crawler.stats.inc_value("focus/pages/noindex")
@@ -155,6 +250,9 @@ class FocusedSpider(scrapy.Spider):
                 links = [link for link in parsed.links if not link.nofollow]
             page.outlinks = len(links)
             page.links = links  # for the store's link table (retraining); never exported
+            if self.follow_feeds and not nofollow:
+                for feed_url in parsed.feeds:
+                    yield self.feed_request(feed_url, response.url)
             self.crawler.stats.inc_value("focus/pages/scored")
             if page.relevant:
                 self.crawler.stats.inc_value("focus/pages/relevant")
@@ -162,8 +260,13 @@ class FocusedSpider(scrapy.Spider):
                 self.crawler.stats.inc_value("focus/pages/hits")
         else:
             self.crawler.stats.inc_value(f"focus/pages/unscored/{response.status}")
+        if revisit is not None:
+            page.extra["revisit"] = revisit
+            self.crawler.stats.inc_value("focus/revisits/items")
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=response,
                                             page=page, links=links, hit=hit)
+        if response.status == 200 and page.content_hash:
+            self._visited(response, "page", page.content_hash, found_probability)
         hops = 0 if hit else came_by.hops + 1
         depth = request.meta.get(DEPTH, 0) + 1
         # The link model (or the topic model) reads each link's words (anchor, context, URL): a
@@ -183,6 +286,14 @@ class FocusedSpider(scrapy.Spider):
         request = failure.request
         if request.meta.get(ROBOTS_FOR) or failure.check(NetworkRefused):
             return None  # a refused address is no page: the request log and stats say why
+        if request.meta.get(REVISIT) is not None:
+            # a revisit answered 4xx/5xx (only a 304 reaches the callback besides 2xx): the plan
+            # forgets a page gone; any other failure leaves the page and its stored version as they are
+            if failure.check(HttpError):
+                response = failure.value.response
+                self._visited(response, _kind(request), "")
+            self.crawler.stats.inc_value("focus/revisits/failed")
+            return None
         page = PageItem(url=_first_url(request), final_url=request.url, status=0,
                         fetched_at=_now(), depth=request.meta.get(DEPTH, 0),
                         referrer=LinkMeta.from_meta(request.meta).parent_url,
@@ -202,6 +313,8 @@ class FocusedSpider(scrapy.Spider):
             referrer=came_by.parent_url,
             elapsed=round(float(request.meta.get("download_latency") or 0.0), 4),
             length=len(response.body),
+            etag=_header(response, b"ETag"),
+            last_modified=_header(response, b"Last-Modified"),
             extra=_explanation(request),
         )
 
@@ -230,6 +343,23 @@ def _explanation(request) -> dict:
     if meta.get(PRIORITY) is None:
         return {}
     return {"priority": meta[PRIORITY], "why": meta.get(EXPLAIN) or []}
+
+
+def _kind(request) -> str:
+    """What a request's answer is parsed as: "feed", "sitemap" or "page"."""
+    meta = request.meta
+    return "feed" if meta.get(FEED) else "sitemap" if meta.get(SITEMAP) else "page"
+
+
+def _body_hash(response) -> str:
+    """The hash of a feed's or sitemap's bytes: the same bytes again are no change."""
+    return hashlib.sha1(response.body).hexdigest()
+
+
+def _header(response, name: bytes) -> str | None:
+    """A response header as text, None when absent; capped, as it goes back in a revisit's headers."""
+    value = response.headers.get(name)
+    return value.decode("latin-1")[:256] if value else None
 
 
 def _first_url(request) -> str:

@@ -1,0 +1,257 @@
+"""The continuous crawl's revisits (``FOCUS_RECRAWL``): the scheduler's side of the revisit plan.
+
+``focuscrawl.freshness.RevisitPlan`` decides which pages to fetch again and when; this part turns
+its due pages into requests and paces them:
+
+- **a share of the requests.** While the frontier holds URLs never fetched, revisits take at most
+  ``FOCUS_RECRAWL_SHARE`` of the requests released (counted from the first revisit on, so a young
+  crawl is not owed a burst), so discovery is never starved; once it has none, revisits may take
+  every request the budget and the hosts' delays allow. Revisits go through the frontier like any
+  URL (one connection per host, its delay, robots.txt, the exclusion list, the budget): a revisit
+  is queued at its host ahead of the URLs never fetched, with ``REVISIT_PRIORITY``.
+- **the revisit rate.** Every ``FOCUS_RECRAWL_REALLOCATE_SECONDS`` the plan's intervals are
+  recomputed for the revisits a second the crawl can spend: the share of its measured request
+  rate; when nothing else is queued, every page as often as ``FOCUS_RECRAWL_MIN_INTERVAL`` allows
+  (the hosts' delays and the budget then pace them).
+- **conditional requests.** A revisit carries the validators of the version it has (``If-None-Match``,
+  ``If-Modified-Since``) and the hash of its text; a 304, or a 200 with the same text, is
+  recorded as no change, without an item. ``record`` takes the spider's report of each visit.
+
+``FOCUS_RECRAWL_POLICY`` chooses the intervals: ``optimal`` (Cho & Garcia-Molina's allocation
+for the freshness of the pages weighted by relevance), or the two baselines it is measured
+against, ``uniform`` (every page alike) and ``proportional`` (revisits in proportion to the
+change rate).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import deque
+from email.utils import parsedate_to_datetime
+
+from scrapy import Request
+
+from focuscrawl import meta as M
+from focuscrawl.freshness import RevisitPlan
+
+logger = logging.getLogger(__name__)
+
+#: A revisit's place in its host's queue: after robots.txt (inf), before every URL never fetched
+REVISIT_PRIORITY = 1e6
+#: revisits queued at once when nothing else is (the hosts' delays pace them, not the queue)
+MAX_QUEUED = 64
+#: the window of the request rate the revisit rate is a share of
+RATE_WINDOW = 64
+
+
+def http_date(value: str | bytes | None) -> float | None:
+    """A Last-Modified header as epoch seconds; None when absent or not a date."""
+    if not value:
+        return None
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    try:
+        return parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+class RequestRate:
+    """Requests released a second, over the last ``window`` of them."""
+
+    def __init__(self, window: int = RATE_WINDOW):
+        self._times: deque[float] = deque(maxlen=window)
+
+    def released(self, now: float) -> None:
+        self._times.append(now)
+
+    def per_second(self, now: float) -> float:
+        if len(self._times) < 2:
+            return 0.0
+        span = max(now - self._times[0], 1e-3)
+        return (len(self._times) - 1) / span
+
+
+class Revisits:
+    """Paces the revisit plan's due pages into the frontier. ``clock`` is the wall clock (the
+    plan compares its times with Last-Modified and feed dates)."""
+
+    def __init__(self, plan: RevisitPlan, share: float, policy: str = "optimal", reallocate_every: float = 5.0,
+                 stats=None, clock=time.time):
+        if not 0.0 < share <= 1.0:
+            raise ValueError("the revisit share must be in (0, 1]")
+        self.plan = plan
+        self.share = share
+        self.policy = policy
+        self.reallocate_every = reallocate_every
+        self.stats = stats
+        self.clock = clock
+        self.queued: set[str] = set()  # revisits in the frontier or in flight
+        self.rate = RequestRate()
+        self.released = 0  # revisits released
+        self.counted_from: int | None = None  # requests released when the first page was tracked
+        self._kept: dict[str, Kept] = {}  # page -> what the crawl has of it
+        self._reallocated_at = -math.inf
+
+    def __getstate__(self):
+        # a resumed crawl's frontier no longer holds the revisits this one had queued
+        state = dict(self.__dict__)
+        state.update(queued=set(), rate=RequestRate(), stats=None, clock=None, _reallocated_at=-math.inf)
+        return state
+
+    def adopt(self, restored: Revisits) -> None:
+        """Take a checkpoint's plan and page hashes over (JOBDIR resume)."""
+        self.plan, self._kept = restored.plan, restored._kept
+        self.released, self.counted_from = restored.released, restored.counted_from
+
+    def __len__(self) -> int:
+        return len(self.plan)
+
+    # --- the spider's reports -----------------------------------------------------------------------
+    def record(self, url: str, status: int, *, revisit: bool, text_hash: str = "", weight: float | None = None,
+               etag: str | None = None, last_modified: str | None = None, released: int = 0, depth: int = 0,
+               kind: str = "page") -> bool | None:
+        """A visit of ``url`` (canonical): its first fetch (``revisit`` False) or a revisit;
+        ``kind``: "page", "feed" or "sitemap" (what the spider parses it as). Returns whether a
+        revisit found the page changed (None for a first visit or a page gone)."""
+        now = self.clock()
+        self.queued.discard(url)
+        if revisit and (status in (404, 410) or 300 <= status < 400 and status != 304):
+            self.plan.forget(url)  # gone, or moved: its new address is a page of its own
+            self._kept.pop(url, None)
+            self._count("gone")
+            return None
+        if status not in (200, 304) or (revisit and status == 200 and not text_hash):
+            return None  # an error says nothing about change: the page stays due at its interval
+        if not revisit:
+            if self.plan.record_visit(url, now, None, weight=weight, etag=etag, last_modified=last_modified):
+                self._kept[url] = Kept(text_hash, depth, kind)
+                if self.counted_from is None:
+                    self.counted_from = released
+            return None
+        kept = self._kept.get(url)
+        changed = status == 200 and (kept is None or text_hash != kept.text_hash)
+        modified_at = http_date(last_modified) if changed else None
+        tracked = self.plan.record_visit(url, now, changed, weight=weight if changed else None, etag=etag,
+                                         last_modified=last_modified, modified_at=modified_at)
+        if not tracked:
+            self._kept.pop(url, None)
+            self._count("faded")
+        elif changed and kept is not None:
+            kept.text_hash = text_hash
+        self._count("changed" if changed else "unchanged")
+        if status == 304:
+            self._count("not_modified")
+        return changed
+
+    def hint(self, url: str, changed_at: float | None = None, changefreq: str | None = None) -> bool:
+        """A feed entry or a sitemap speaks of ``url`` (canonical): True when it makes a tracked page due."""
+        due = self.plan.hint(url, self.clock(), changed_at=changed_at, changefreq=changefreq)
+        if due:
+            self._count("hinted")
+        return due
+
+    # --- the scheduler's side -----------------------------------------------------------------------
+    def released_one(self, now_monotonic: float, revisit: bool) -> None:
+        self.rate.released(now_monotonic)
+        if revisit:
+            self.released += 1
+
+    def due_requests(self, now_monotonic: float, released: int, discovery_left: bool,
+                     make_request) -> list[Request]:
+        """The revisits to queue now: as many due pages as the share allows (``released``: the
+        crawl's requests so far; ``discovery_left``: the frontier holds URLs never fetched).
+        ``make_request(url, kept, meta)`` builds each (the spider's ``revisit_request``), ``meta``
+        the revisit's (``revisit_meta``)."""
+        if not len(self.plan):
+            return []
+        now = self.clock()
+        if now - self._reallocated_at >= self.reallocate_every:
+            self._reallocate(now_monotonic, discovery_left)
+            self._reallocated_at = now
+        if discovery_left:
+            since = released - (self.counted_from or 0)
+            room = math.floor(self.share * (since + 1)) - self.released - len(self.queued)
+        else:
+            room = MAX_QUEUED - len(self.queued)
+        if room <= 0:
+            return []
+        out = []
+        for url, why in self.plan.take_due(now, room, early=not discovery_left):
+            if url in self.queued:
+                continue
+            kept = self._kept.get(url) or Kept("", 0, "page")
+            self.queued.add(url)
+            out.append(make_request(url, kept, revisit_meta(why, kept, self.plan.validators(url))))
+        if out:
+            self._count("queued", len(out))
+        return out
+
+    def next_due(self, now_monotonic: float) -> float | None:
+        """When the next revisit falls due, on the monotonic clock (None: none planned)."""
+        due = self.plan.next_due_time()
+        if due is None:
+            return None
+        return now_monotonic + max(0.0, due - self.clock())
+
+    def dropped(self, url: str) -> None:
+        """A queued revisit will not be fetched (refused by robots.txt or the exclusion list)."""
+        if url in self.queued:
+            self.queued.discard(url)
+            self.plan.forget(url)
+            self._kept.pop(url, None)
+
+    def explain(self, url: str) -> str | None:
+        return self.plan.explain(url, self.clock())
+
+    def _reallocate(self, now_monotonic: float, discovery_left: bool) -> None:
+        rate = self.rate.per_second(now_monotonic)
+        if discovery_left:
+            revisit_rate = rate * self.share
+        else:
+            # revisits are all the crawl does: as many as the hosts' delays let through (the
+            # request rate is then the revisits' own, and would only ever shrink)
+            revisit_rate = max(rate, len(self.plan) / max(self.plan.min_interval, 1.0))
+        self.plan.reallocate(revisit_rate, policy=self.policy)
+        if self.stats is not None:
+            for name, value in self.plan.stats(self.clock()).items():
+                self.stats.set_value(f"focus/revisits/plan/{name}", value)
+
+    def _count(self, name: str, n: int = 1) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(f"focus/revisits/{name}", n)
+
+
+class Kept:
+    """What the crawl has of a page it revisits: the hash of its text (a 200 with the same text is
+    no change), its depth (its new links' depth follows) and what it is parsed as."""
+
+    __slots__ = ("text_hash", "depth", "kind")
+
+    def __init__(self, text_hash: str, depth: int, kind: str):
+        self.text_hash, self.depth, self.kind = text_hash, depth, kind
+
+    def __getstate__(self):
+        return self.text_hash, self.depth, self.kind
+
+    def __setstate__(self, state):
+        self.text_hash, self.depth, self.kind = state
+
+
+def revisit_meta(why: str, kept: Kept, validators: dict) -> dict:
+    """A revisit's meta: why (the request log, ``scrapy explain``), the hash of the text it has,
+    sent as it is spelled (no alias re-spelling, no HEAD check), its validators as headers
+    (``M.REVISIT_HEADERS``), a 304 passed to the spider's callback (a 4xx/5xx goes to its errback:
+    Scrapy's HttpError middleware) and what it is parsed as (a feed, a sitemap or a page)."""
+    meta = {M.REVISIT: why, M.REVISIT_HASH: kept.text_hash, M.REVISIT_HEADERS: validators, M.AS_LINKED: True,
+            M.HEAD_CHECKED: True, "handle_httpstatus_list": [304], M.DEPTH: kept.depth}
+    if kept.kind == "feed":
+        meta[M.FEED] = True
+    elif kept.kind == "sitemap":
+        meta[M.SITEMAP] = True
+    return meta
+
+
+__all__ = ["REVISIT_PRIORITY", "Kept", "Revisits", "RequestRate", "http_date", "revisit_meta"]
