@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import threading
 import time
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from urllib.parse import urlsplit
 
 from hypothesis import HealthCheck, settings
@@ -37,6 +39,33 @@ def within(seconds: float, what: str):
     yield
     took = time.perf_counter() - start
     assert took < seconds, f"{what} took {took:.2f}s (bound {seconds}s)"
+
+
+@contextmanager
+def trap_server(answer: bytes | dict[str, bytes]):
+    """An HTTP server on 127.0.0.1 that answers every GET with ``answer`` (or ``answer[path]``,
+    else its ``""`` entry) and records the paths asked: a parser that must fetch nothing (no
+    external DTD, entity or URL given as a body) is checked against it. Yields (base URL, paths)."""
+    hits: list[str] = []
+    answers = answer if isinstance(answer, dict) else {"": answer}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the name http.server calls
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(answers.get(self.path, answers.get("", b"")))
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", hits
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def requestable(url: str) -> bool:

@@ -5,9 +5,7 @@ no feed a FeedError and never another exception; nothing fetched, read from disk
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from hypothesis import example, given
@@ -15,7 +13,7 @@ from hypothesis import strategies as st
 
 from focuscrawl.parsing import Feed, FeedError, looks_like_feed, read_feed
 from focuscrawl.parsing.feeds import MAX_FEED_BYTES, MAX_SUMMARY_CHARS, MAX_TITLE_CHARS
-from tests.fuzzing import any_url, requestable, within
+from tests.fuzzing import any_url, requestable, trap_server, within
 
 FEED_URL = "http://lab.test/feeds/news.xml"
 MAX_ENTRIES = 100
@@ -370,22 +368,7 @@ def test_external_entities_are_never_read(tmp_path):
 
 def test_nothing_is_fetched_over_the_network():
     """Neither an external DTD, an external entity, a parameter entity, nor a body that is a URL."""
-    hits = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - the name http.server calls
-            hits.append(self.path)
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(RSS20 if self.path == "/feed.xml" else b'<!ENTITY fromdtd "TOPSECRET">')
-
-        def log_message(self, *args):
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        base = f"http://127.0.0.1:{server.server_port}"
+    with trap_server({"/feed.xml": RSS20, "": b'<!ENTITY fromdtd "TOPSECRET">'}) as (base, hits):
         body = (f'<?xml version="1.0"?><!DOCTYPE rss SYSTEM "{base}/evil.dtd" '
                 f'[<!ENTITY xxe SYSTEM "{base}/secret"> <!ENTITY % pe SYSTEM "{base}/pe.dtd"> %pe;]>'
                 f'<rss version="2.0"><channel><item><title>&xxe;&fromdtd;</title>'
@@ -395,9 +378,6 @@ def test_nothing_is_fetched_over_the_network():
         assert "TOPSECRET" not in repr(feed)
         with pytest.raises(FeedError):
             read_feed(f"{base}/feed.xml".encode(), FEED_URL, MAX_ENTRIES, MAX_BYTES)
-    finally:
-        server.shutdown()
-        server.server_close()
     assert hits == []
 
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 import gzip
 import html as html_escape
 import math
-import threading
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from hypothesis import example, given
@@ -18,7 +16,7 @@ from hypothesis import strategies as st
 from focuscrawl.parsing.sitemap import (
     CHANGEFREQS, MAX_SITEMAP_BYTES, SitemapEntry, SitemapError, SitemapLinks, parse_lastmod, read_sitemap,
 )
-from tests.fuzzing import any_url, requestable, within
+from tests.fuzzing import any_url, requestable, trap_server, within
 
 SITEMAP_URL = "http://site.test/sitemap.xml"
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
@@ -108,29 +106,11 @@ def test_external_entities_are_never_read(tmp_path):
 
 
 def test_no_entity_or_dtd_is_fetched_over_the_network():
-    hits = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - the name http.server calls
-            hits.append(self.path)
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b'<!ENTITY fromdtd "TOPSECRET">')
-
-        def log_message(self, *args):
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        base = f"http://127.0.0.1:{server.server_port}"
+    with trap_server(b'<!ENTITY fromdtd "TOPSECRET">') as (base, hits):
         body = (f'<?xml version="1.0"?><!DOCTYPE urlset SYSTEM "{base}/evil.dtd" '
                 f'[<!ENTITY xxe SYSTEM "{base}/secret"> <!ENTITY % pe SYSTEM "{base}/pe.dtd"> %pe;]>'
                 f"<urlset {NS}><url><loc>http://a.test/&xxe;&fromdtd;</loc></url></urlset>").encode()
         _check(_read(body))
-    finally:
-        server.shutdown()
-        server.server_close()
     assert hits == []
 
 
