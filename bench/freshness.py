@@ -17,7 +17,8 @@ time-averaged freshness and age of the relevant pages the crawl had fetched (eac
 fetch to the end of the run), the revisits (requests for a page fetched before) and the share of
 them answered 304, the relevant pages found (first fetches, WebKB's labels, one page per alias),
 and the relevant pages found per request in the second half of the run (exploration while
-revisiting). Policies alternate; each run is a fresh crawl of a fresh web (seed = run number).
+revisiting). Policies alternate; each run is a fresh crawl of a fresh web (seed: --first-seed,
+then the next for each run).
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--policies", default="none,optimal,uniform,proportional")
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--first-seed", type=int, default=1, help="the web of run i has seed first-seed + i")
     parser.add_argument("--budget", type=int, default=3000)
     parser.add_argument("--delay", type=float, default=0.25)
     parser.add_argument("--time-scale", type=float, default=10.0)
@@ -115,7 +117,7 @@ def main() -> int:
         for policy in policies:
             workdir = Path(tempfile.mkdtemp(prefix=f"focus-fresh-{policy}-"))
             started = time.monotonic()
-            row = figures(run(web, relevant_urls, model, policy, run_no + 1, opts, workdir), relevance,
+            row = figures(run(web, relevant_urls, model, policy, opts.first_seed + run_no, opts, workdir), relevance,
                           relevant_urls, opts.delay)
             results[policy].append(row)
             print(f"run {run_no + 1}, {policy}: {row}  ({workdir}, {time.monotonic() - started:.0f} s)", flush=True)

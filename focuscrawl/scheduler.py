@@ -55,7 +55,7 @@ from focuscrawl.scheduling.persistence import Persistence
 from focuscrawl.scheduling.policies import HeadCheck, Patience, ReleasePolicy
 from focuscrawl.scheduling.requests import RequestSerializer
 from focuscrawl.scheduling.rescoring import ROBOTS_PRIORITY, BackgroundRescorer
-from focuscrawl.scheduling.revisits import REVISIT_PRIORITY, Revisits
+from focuscrawl.scheduling.revisits import Revisits
 from focuscrawl.scheduling.robots import RobotsFetcher
 from focuscrawl.urls import canonicalize, host_key
 
@@ -486,13 +486,14 @@ class FocusScheduler:
 
     # --- revisits (FOCUS_RECRAWL) -----------------------------------------------------------------
     def _queue_revisits(self, now: float) -> None:
-        """Due revisits into their hosts' queues, ahead of the URLs never fetched, as many as the
-        revisit share allows (``Revisits``)."""
+        """Due revisits into their hosts' queues at the priority of their value, as many as the
+        revisit share allows (``Revisits``); never re-scored (no features)."""
         queued_revisits = len(self.revisits.queued)
         discovery_left = len(self.frontier) > queued_revisits
-        for request in self.revisits.due_requests(now, self.released, discovery_left, self.spider.revisit_request):
+        for request, value in self.revisits.due_requests(now, self.released, discovery_left,
+                                                         self.spider.revisit_request):
             canonical = canonicalize(request.url)
-            self.frontier.push(host_key(canonical), Entry(REVISIT_PRIORITY, canonical, request, None, -1))
+            self.frontier.push(host_key(canonical), Entry(value, canonical, request, None, -1))
 
     def _next_wake(self) -> float | None:
         """When the engine should ask again: a host's turn, or the next revisit due."""

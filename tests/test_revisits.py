@@ -1,6 +1,7 @@
 """The scheduler's side of revisits (focuscrawl/scheduling/revisits.py): pacing the revisit plan's
 due pages into a share of the requests, and what each visit tells the plan."""
 
+import math
 import pickle
 
 import pytest
@@ -8,7 +9,7 @@ from scrapy import Request
 
 from focuscrawl import meta as M
 from focuscrawl.freshness import RevisitPlan
-from focuscrawl.scheduling.revisits import REVISIT_PRIORITY, Revisits, http_date, revisit_meta
+from focuscrawl.scheduling.revisits import Revisits, http_date, revisit_meta
 from focuscrawl.urls import canonicalize
 
 
@@ -45,7 +46,7 @@ def test_revisits_take_at_most_their_share_while_discovery_is_left():
         revisits.released_one(float(second), revisit=False)
     sent = 0
     for released in range(1, 101):
-        for request in revisits.due_requests(float(released), released, True, build):
+        for request, _value in revisits.due_requests(float(released), released, True, build):
             revisits.released_one(float(released), revisit=True)
             revisits.queued.discard(canonicalize(request.url))
             sent += 1
@@ -56,7 +57,7 @@ def test_without_discovery_revisits_fill_the_queue_and_carry_validators():
     revisits, clock = make()
     urls = track(revisits, 5)
     clock.now += 3600
-    requests = revisits.due_requests(100.0, 0, False, build)
+    requests = [request for request, _ in revisits.due_requests(100.0, 0, False, build)]
     assert {r.url for r in requests} == set(urls)  # early: nothing else to spend requests on
     request = requests[0]
     assert request.headers.get(b"If-None-Match").decode() == f'"{request.url}-0"'
@@ -100,14 +101,15 @@ def test_a_feed_entry_newer_than_the_last_visit_makes_the_page_due_now():
     clock.now += 5
     assert revisits.hint(url, changed_at=clock.now - 1)
     assert not revisits.hint(other, changed_at=clock.now - 3600)  # before its last visit
-    assert [r.url for r in revisits.due_requests(1.0, 10, True, build)] == [url]
+    [(request, value)] = revisits.due_requests(1.0, 10, True, build)
+    assert request.url == url and value == pytest.approx(0.9)  # a known change: worth its weight
 
 
 def test_a_refused_revisit_is_dropped_and_the_plan_survives_a_checkpoint():
     revisits, clock = make()
     urls = track(revisits, 3)
     clock.now += 3600
-    requests = revisits.due_requests(1.0, 0, False, build)
+    requests = [request for request, _ in revisits.due_requests(1.0, 0, False, build)]
     revisits.dropped(requests[0].url)  # robots.txt now disallows it
     assert len(revisits) == 2
     restored = pickle.loads(pickle.dumps(revisits))
@@ -120,7 +122,6 @@ def test_a_refused_revisit_is_dropped_and_the_plan_survives_a_checkpoint():
 def test_revisit_meta_keeps_the_depth_and_never_respells():
     meta = revisit_meta("why", type("K", (), {"text_hash": "h", "depth": 3, "kind": "page"})(), {})
     assert meta[M.DEPTH] == 3 and meta[M.AS_LINKED] and meta[M.HEAD_CHECKED]
-    assert REVISIT_PRIORITY < float("inf")  # robots.txt stays first at its host
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -128,3 +129,13 @@ def test_revisit_meta_keeps_the_depth_and_never_respells():
     ("yesterday", None), ("", None), (None, None)])
 def test_http_date(value, expected):
     assert http_date(value) == expected
+
+
+def test_a_revisit_is_worth_the_weight_of_a_page_times_the_chance_it_changed():
+    plan = RevisitPlan(min_interval=1.0)
+    plan.record_visit("http://h.test/a", 0.0, None, weight=0.8)
+    assert plan.value("http://h.test/a", 0.0) == 0.0
+    rate = plan.rate("http://h.test/a")
+    assert plan.value("http://h.test/a", 3600.0) == pytest.approx(0.8 * (1 - math.exp(-rate * 3600)))
+    assert plan.value("http://h.test/a", 1e9) == pytest.approx(0.8)
+    assert plan.value("http://h.test/nothing", 10.0) == 0.0

@@ -238,6 +238,20 @@ class RevisitPlan:
             self._handed_out[slot] = now
         return taken
 
+    def value(self, url: str, now: float) -> float:
+        """What a revisit of `url` at `now` is worth, in the units of a relevant page found (the
+        link learner's reward): its weight times the chance that it changed since the last visit,
+        1 - e^{-λ t} (a hinted change: certain). 0 for a page not tracked. The crawl queues a
+        revisit at this priority beside the links never fetched, so at a host both want, the
+        better goes first."""
+        slot = self._slots.get(url)
+        if slot is None:
+            return 0.0
+        weight, last_visit = float(self._weight[slot]), float(self._last_visit[slot])
+        if self._known_change[slot] > last_visit:
+            return weight
+        return weight * -math.expm1(-float(self._rate[slot]) * max(0.0, now - last_visit))
+
     def next_due_time(self) -> float | None:
         """When the next page falls due (a past time: one is due already); None: none is planned."""
         size = self._size

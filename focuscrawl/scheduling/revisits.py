@@ -7,8 +7,10 @@ its due pages into requests and paces them:
   ``FOCUS_RECRAWL_SHARE`` of the requests released (counted from the first revisit on, so a young
   crawl is not owed a burst), so discovery is never starved; once it has none, revisits may take
   every request the budget and the hosts' delays allow. Revisits go through the frontier like any
-  URL (one connection per host, its delay, robots.txt, the exclusion list, the budget): a revisit
-  is queued at its host ahead of the URLs never fetched, with ``REVISIT_PRIORITY``.
+  URL (one connection per host, its delay, robots.txt, the exclusion list, the budget), at the
+  priority of their value (``RevisitPlan.value``: the page's relevance times the chance it
+  changed, in the link learner's units of a relevant page found): at a host that discovery waits
+  for, a revisit goes before the links worth less and after those worth more.
 - **the revisit rate.** Every ``FOCUS_RECRAWL_REALLOCATE_SECONDS`` the plan's intervals are
   recomputed for the revisits a second the crawl can spend: the share of its measured request
   rate; when nothing else is queued, every page as often as ``FOCUS_RECRAWL_MIN_INTERVAL`` allows
@@ -38,8 +40,6 @@ from focuscrawl.freshness import RevisitPlan
 
 logger = logging.getLogger(__name__)
 
-#: A revisit's place in its host's queue: after robots.txt (inf), before every URL never fetched
-REVISIT_PRIORITY = 1e6
 #: revisits queued at once when nothing else is (the hosts' delays pace them, not the queue)
 MAX_QUEUED = 64
 #: the window of the request rate the revisit rate is a share of
@@ -160,11 +160,11 @@ class Revisits:
             self.released += 1
 
     def due_requests(self, now_monotonic: float, released: int, discovery_left: bool,
-                     make_request) -> list[Request]:
+                     make_request) -> list[tuple[Request, float]]:
         """The revisits to queue now: as many due pages as the share allows (``released``: the
         crawl's requests so far; ``discovery_left``: the frontier holds URLs never fetched).
         ``make_request(url, kept, meta)`` builds each (the spider's ``revisit_request``), ``meta``
-        the revisit's (``revisit_meta``)."""
+        the revisit's (``revisit_meta``); each comes with its value, its priority in the frontier."""
         if not len(self.plan):
             return []
         now = self.clock()
@@ -184,7 +184,8 @@ class Revisits:
                 continue
             kept = self._kept.get(url) or Kept("", 0, "page")
             self.queued.add(url)
-            out.append(make_request(url, kept, revisit_meta(why, kept, self.plan.validators(url))))
+            value = self.plan.value(url, now)
+            out.append((make_request(url, kept, revisit_meta(why, kept, self.plan.validators(url))), value))
         if out:
             self._count("queued", len(out))
         return out
@@ -254,4 +255,4 @@ def revisit_meta(why: str, kept: Kept, validators: dict) -> dict:
     return meta
 
 
-__all__ = ["REVISIT_PRIORITY", "Kept", "Revisits", "RequestRate", "http_date", "revisit_meta"]
+__all__ = ["Kept", "Revisits", "RequestRate", "http_date", "revisit_meta"]
