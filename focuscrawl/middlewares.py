@@ -100,7 +100,8 @@ class CrawlLogMiddleware:
                 record["changed"] = True
             self._write(record)
 
-    def _on_page_visited(self, request, response, url, kind, text_hash, weight=None, spider=None):
+    def _on_page_visited(self, request, response, url, kind, text_hash, weight=None, etag=None, last_modified=None,
+                         spider=None):
         """A revisit that found the text it had: nothing was scored, the record is written as it is."""
         record = self._waiting_for_score.pop(id(request), None)
         if record is not None:

@@ -490,9 +490,8 @@ class FocusScheduler:
         revisit share allows (``Revisits``); never re-scored (no features)."""
         queued_revisits = len(self.revisits.queued)
         discovery_left = len(self.frontier) > queued_revisits
-        for request, value in self.revisits.due_requests(now, self.released, discovery_left,
-                                                         self.spider.revisit_request):
-            canonical = canonicalize(request.url)
+        for canonical, request, value in self.revisits.due_requests(now, self.released, discovery_left,
+                                                                    self.spider.revisit_request):
             self.frontier.push(host_key(canonical), Entry(value, canonical, request, None, -1))
 
     def _next_wake(self) -> float | None:
@@ -503,17 +502,15 @@ class FocusScheduler:
         due = self.revisits.next_due(time.monotonic())
         return due if ready_at is None else ready_at if due is None else min(ready_at, due)
 
-    def _on_page_visited(self, request, response, url, kind, text_hash, weight=None, spider=None):
+    def _on_page_visited(self, request, response, url, kind, text_hash, weight=None, etag=None,
+                         last_modified=None, spider=None):
         revisit = request.meta.get(M.REVISIT) is not None
-        status = response.status
-        etag = response.headers.get(b"ETag")
-        last_modified = response.headers.get(b"Last-Modified")
-        self.revisits.record(url, status, revisit=revisit, text_hash=text_hash, weight=weight,
-                             etag=etag.decode("latin-1")[:256] if etag else None,
-                             last_modified=last_modified.decode("latin-1")[:64] if last_modified else None,
-                             released=self.released, depth=request.meta.get(M.DEPTH, 0), kind=kind)
-        if revisit and canonicalize(request.url) != url:
-            self.revisits.record(canonicalize(request.url), 301, revisit=True)  # moved: its new address is tracked
+        self.revisits.record(url, response.status, revisit=revisit, text_hash=text_hash, weight=weight, etag=etag,
+                             last_modified=last_modified, released=self.released,
+                             depth=request.meta.get(M.DEPTH, 0), kind=kind)
+        requested = canonicalize(request.url) if revisit else url
+        if requested != url:
+            self.revisits.record(requested, 301, revisit=True)  # moved: its new address is tracked
 
     def _on_change_hinted(self, url, changed_at=None, changefreq=None, spider=None):
         self.revisits.hint(url, changed_at, changefreq)
@@ -539,8 +536,7 @@ class FocusScheduler:
     def _on_request_left(self, request, spider=None):
         meta = request.meta
         if self.revisits is not None and meta.get(M.REVISIT) is not None:
-            # out of the queue: not due again until recorded, or another interval passed (a failure)
-            self.revisits.queued.discard(canonicalize(request.url))
+            self.revisits.left(canonicalize(request.url))
         host = meta.get(M.HOST)
         if host is None or self.gate.inflight.get(host) is not request:
             return

@@ -26,7 +26,8 @@ page_stored = object()
 #: A page, feed or sitemap was fetched, for the revisit plan (FOCUS_RECRAWL). Args: request,
 #: response, url (canonical, of the response), kind ("page", "feed" or "sitemap"), text_hash (of
 #: the text or body; "" when there is none), weight (the page's relevance probability; None for
-#: a feed or sitemap, or a page not scored).
+#: a feed or sitemap, or a page not scored), etag and last_modified (the response's validators, as
+#: text, or None).
 page_visited = object()
 
 #: A feed entry or a sitemap's lastmod/changefreq speaks of a page. Args: url (canonical),

@@ -10,7 +10,6 @@ from scrapy import Request
 from focuscrawl import meta as M
 from focuscrawl.freshness import RevisitPlan
 from focuscrawl.scheduling.revisits import Revisits, http_date, revisit_meta
-from focuscrawl.urls import canonicalize
 
 
 class Clock:
@@ -46,9 +45,9 @@ def test_revisits_take_at_most_their_share_while_discovery_is_left():
         revisits.released_one(float(second), revisit=False)
     sent = 0
     for released in range(1, 101):
-        for request, _value in revisits.due_requests(float(released), released, True, build):
+        for url, _request, _value in revisits.due_requests(float(released), released, True, build):
             revisits.released_one(float(released), revisit=True)
-            revisits.queued.discard(canonicalize(request.url))
+            revisits.left(url)
             sent += 1
     assert 20 <= sent <= 26  # a quarter of 100 requests (the first revisit counted from tracking)
 
@@ -57,7 +56,7 @@ def test_without_discovery_revisits_fill_the_queue_and_carry_validators():
     revisits, clock = make()
     urls = track(revisits, 5)
     clock.now += 3600
-    requests = [request for request, _ in revisits.due_requests(100.0, 0, False, build)]
+    requests = [request for _, request, _ in revisits.due_requests(100.0, 0, False, build)]
     assert {r.url for r in requests} == set(urls)  # early: nothing else to spend requests on
     request = requests[0]
     assert request.headers.get(b"If-None-Match").decode() == f'"{request.url}-0"'
@@ -101,7 +100,7 @@ def test_a_feed_entry_newer_than_the_last_visit_makes_the_page_due_now():
     clock.now += 5
     assert revisits.hint(url, changed_at=clock.now - 1)
     assert not revisits.hint(other, changed_at=clock.now - 3600)  # before its last visit
-    [(request, value)] = revisits.due_requests(1.0, 10, True, build)
+    [(_url, request, value)] = revisits.due_requests(1.0, 10, True, build)
     assert request.url == url and value == pytest.approx(0.9)  # a known change: worth its weight
 
 
@@ -109,7 +108,7 @@ def test_a_refused_revisit_is_dropped_and_the_plan_survives_a_checkpoint():
     revisits, clock = make()
     urls = track(revisits, 3)
     clock.now += 3600
-    requests = [request for request, _ in revisits.due_requests(1.0, 0, False, build)]
+    requests = [request for _, request, _ in revisits.due_requests(1.0, 0, False, build)]
     revisits.dropped(requests[0].url)  # robots.txt now disallows it
     assert len(revisits) == 2
     restored = pickle.loads(pickle.dumps(revisits))

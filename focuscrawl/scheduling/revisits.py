@@ -160,11 +160,12 @@ class Revisits:
             self.released += 1
 
     def due_requests(self, now_monotonic: float, released: int, discovery_left: bool,
-                     make_request) -> list[tuple[Request, float]]:
+                     make_request) -> list[tuple[str, Request, float]]:
         """The revisits to queue now: as many due pages as the share allows (``released``: the
         crawl's requests so far; ``discovery_left``: the frontier holds URLs never fetched).
         ``make_request(url, kept, meta)`` builds each (the spider's ``revisit_request``), ``meta``
-        the revisit's (``revisit_meta``); each comes with its value, its priority in the frontier."""
+        the revisit's (``revisit_meta``); each as (its canonical URL, the request, its value: its
+        priority in the frontier)."""
         if not len(self.plan):
             return []
         now = self.clock()
@@ -185,7 +186,7 @@ class Revisits:
             kept = self._kept.get(url) or Kept("", 0, "page")
             self.queued.add(url)
             value = self.plan.value(url, now)
-            out.append((make_request(url, kept, revisit_meta(why, kept, self.plan.validators(url))), value))
+            out.append((url, make_request(url, kept, revisit_meta(why, kept, self.plan.validators(url))), value))
         if out:
             self._count("queued", len(out))
         return out
@@ -196,6 +197,11 @@ class Revisits:
         if due is None:
             return None
         return now_monotonic + max(0.0, due - self.clock())
+
+    def left(self, url: str) -> None:
+        """A revisit left the downloader: no longer queued. Not due again until its visit is
+        recorded, or another interval passed (it failed)."""
+        self.queued.discard(url)
 
     def dropped(self, url: str) -> None:
         """A queued revisit will not be fetched (refused by robots.txt or the exclusion list)."""

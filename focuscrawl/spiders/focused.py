@@ -127,15 +127,9 @@ class FocusedSpider(scrapy.Spider):
         """URLs of a sitemap (or the sitemaps of a sitemap index) go to the frontier, valued by
         what their words say until the learner knows better; their lastmod and changefreq tell
         the revisit plan of the pages it keeps fresh (FOCUS_RECRAWL)."""
-        if self._unchanged_revisit(response, "sitemap", _body_hash(response)):
+        sitemap = self._read_listing(response, "sitemap", read_sitemap, SitemapError, self.sitemap_max_urls)
+        if sitemap is None:
             return
-        try:
-            sitemap = read_sitemap(response.body, response.url, self.sitemap_max_urls,
-                                   max_bytes=self.settings.getint("DOWNLOAD_MAXSIZE"))
-        except SitemapError as exc:
-            logger.info("sitemap %s skipped: %s", response.url, exc)
-            return
-        self._visited(response, "sitemap", _body_hash(response))
         locations = sitemap.urls
         self.crawler.stats.inc_value("focus/sitemaps/urls", len(locations))
         if sitemap.kind == "sitemapindex":
@@ -159,15 +153,9 @@ class FocusedSpider(scrapy.Spider):
     def parse_feed(self, response):
         """A feed's entries: URLs never seen go to the frontier, valued by their title and summary;
         an entry updated since its page's last visit makes that page due (FOCUS_RECRAWL)."""
-        if self._unchanged_revisit(response, "feed", _body_hash(response)):
+        feed = self._read_listing(response, "feed", read_feed, FeedError, self.feed_max_entries)
+        if feed is None:
             return
-        try:
-            feed = read_feed(response.body, response.url, self.feed_max_entries,
-                             max_bytes=self.settings.getint("DOWNLOAD_MAXSIZE"))
-        except FeedError as exc:
-            logger.info("feed %s skipped: %s", response.url, exc)
-            return
-        self._visited(response, "feed", _body_hash(response))
         self.crawler.stats.inc_value("focus/feeds/read")
         self.crawler.stats.inc_value("focus/feeds/entries", len(feed.entries))
         if self.recrawl:
@@ -181,6 +169,20 @@ class FocusedSpider(scrapy.Spider):
                             link_score=round(float(link_score), 4))
             yield scrapy.Request(entry.url, callback=self.parse, errback=self.fetch_failed,
                                  meta=request_meta(link, depth))
+
+    def _read_listing(self, response, kind: str, read, error: type[Exception], max_urls: int):
+        """A sitemap's or feed's body read by ``read`` (``read_sitemap``, ``read_feed``); None when
+        a revisit found the bytes it had, or the body is none (``error``: logged, skipped)."""
+        body_hash = _body_hash(response)
+        if self._unchanged_revisit(response, kind, body_hash):
+            return None
+        try:
+            listing = read(response.body, response.url, max_urls, max_bytes=self.settings.getint("DOWNLOAD_MAXSIZE"))
+        except error as exc:
+            logger.info("%s %s skipped: %s", kind, response.url, exc)
+            return None
+        self._visited(response, kind, body_hash)
+        return listing
 
     # --- revisits (FOCUS_RECRAWL: the scheduler's revisit plan asks for them) ---------------------
     def revisit_request(self, url: str, kept, meta: dict) -> scrapy.Request:
@@ -207,7 +209,8 @@ class FocusedSpider(scrapy.Spider):
         if self.recrawl:
             self.crawler.signals.send_catch_log(
                 focus_signals.page_visited, request=response.request, response=response,
-                url=canonicalize(response.url), kind=kind, text_hash=text_hash, weight=weight)
+                url=canonicalize(response.url), kind=kind, text_hash=text_hash, weight=weight,
+                etag=_header(response, b"ETag"), last_modified=_header(response, b"Last-Modified", 64))
 
     def _hint(self, url: str, changed_at: float | None, changefreq: str | None) -> None:
         self.crawler.signals.send_catch_log(focus_signals.change_hinted, url=canonicalize(url),
@@ -356,10 +359,11 @@ def _body_hash(response) -> str:
     return hashlib.sha1(response.body).hexdigest()
 
 
-def _header(response, name: bytes) -> str | None:
-    """A response header as text, None when absent; capped, as it goes back in a revisit's headers."""
+def _header(response, name: bytes, limit: int = 256) -> str | None:
+    """A response header as text, None when absent; capped at ``limit`` characters, as it goes back
+    in a revisit's headers."""
     value = response.headers.get(name)
-    return value.decode("latin-1")[:256] if value else None
+    return value.decode("latin-1")[:limit] if value else None
 
 
 def _first_url(request) -> str:
