@@ -117,11 +117,21 @@ def killed_crawl(demo_web, demo_files, demo_model, tmp_path_factory, redis_serve
         deadline = time.monotonic() + 120
         while page_lines(log) < 120 and workers[0].poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        # killed while it holds a host (its lease tokens start with its worker id: host-PID-...)
+        # killed while it holds a host or has pages not done (its lease tokens and work fields start
+        # with its worker id: host-PID-...): frozen first and checked again, so the kill cannot race
+        # the worker's own release
         mine = f"{socket.gethostname()}-{workers[0].pid}-".encode()
         with redis_server.client() as client:
-            while workers[0].poll() is None and time.monotonic() < deadline and \
-                    not any(token.startswith(mine) for token in client.hvals("focus:{e2e}:lease")):
+            def holds_something() -> bool:
+                return any(token.startswith(mine) for token in client.hvals("focus:{e2e}:lease")) or \
+                    any(field.startswith(mine) for field in client.hkeys("focus:{e2e}:work"))
+
+            while workers[0].poll() is None and time.monotonic() < deadline:
+                if holds_something():
+                    os.kill(workers[0].pid, signal.SIGSTOP)
+                    if holds_something():
+                        break
+                    os.kill(workers[0].pid, signal.SIGCONT)
                 time.sleep(0.002)
         assert workers[0].poll() is None, "worker 0 finished before it could be killed"
         os.kill(workers[0].pid, signal.SIGKILL)
