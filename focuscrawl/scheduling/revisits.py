@@ -74,6 +74,10 @@ class RequestRate:
         return (len(self._times) - 1) / span
 
 
+#: where the baseline policies' revisits queue: ahead of every link, as robots.txt requests do
+BASELINE_PRIORITY = float("inf")
+
+
 class Revisits:
     """Paces the revisit plan's due pages into the frontier. ``clock`` is the wall clock (the
     plan compares its times with Last-Modified and feed dates)."""
@@ -180,12 +184,18 @@ class Revisits:
         if room <= 0:
             return []
         out = []
-        for url, why in self.plan.take_due(now, room, early=not discovery_left):
+        # a baseline spends its whole share, round robin (pages taken early when none is due); the
+        # optimal schedule only what is due, while discovery has URLs to offer
+        early = not discovery_left or self.policy != "optimal"
+        for url, why in self.plan.take_due(now, room, early=early):
             if url in self.queued:
                 continue
             kept = self._kept.get(url) or Kept("", 0, "page")
             self.queued.add(url)
-            value = self.plan.value(url, now)
+            # the baselines know nothing of relevance: a recrawler spends its share round the clock,
+            # ahead of discovery (the share caps it); the optimal schedule weighs each revisit
+            # against the links never fetched
+            value = self.plan.value(url, now) if self.policy == "optimal" else BASELINE_PRIORITY
             out.append((url, make_request(url, kept, revisit_meta(why, kept, self.plan.validators(url))), value))
         if out:
             self._count("queued", len(out))
