@@ -29,6 +29,9 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from focuscrawl import BOT_NAME
 from focuscrawl import settings as _project
 
+#: the document extensions read as pages (focuscrawl.parsing.documents); .doc is not among them
+DOCUMENT_EXTENSIONS = ("docx", "odt", "pdf")
+
 class ConfigError(ValueError):
     """A setting with a value focuscrawl cannot use; the message names the setting."""
 
@@ -191,7 +194,8 @@ class FocusConfig:
     # --- budget and frontier -----------------------------------------------------------------
     budget: int = setting(
         "FOCUS_BUDGET", 0, _number(int),
-        "Stop after this many requests (robots.txt fetches not counted). 0: no limit.")
+        "Stop after this many requests (robots.txt fetches not counted; a render is one request, "
+        "the scripts and data its page loads are counted apart: focus/render/requests). 0: no limit.")
     frontier_capacity: int = setting(
         "FOCUS_FRONTIER_CAPACITY", 1_000_000, _number(int, 1),
         "URLs the frontier holds; past it the lowest-priority are pruned (spilled with JOBDIR).")
@@ -224,8 +228,18 @@ class FocusConfig:
     allowed_domains: tuple[str, ...] = setting(
         "FOCUS_ALLOWED_DOMAINS", (), _list, "Crawl only these domains and their subdomains (empty: all).")
     deny_extensions: tuple[str, ...] = setting(
-        "FOCUS_DENY_EXTENSIONS", tuple(sorted(set(IGNORED_EXTENSIONS))), _list,
-        "Extensions never fetched (Scrapy's list of non-HTML types).")
+        "FOCUS_DENY_EXTENSIONS", tuple(sorted(set(IGNORED_EXTENSIONS) - set(DOCUMENT_EXTENSIONS))), _list,
+        "Extensions never fetched (Scrapy's list of non-HTML types, less the documents focuscrawl "
+        "reads: see FOCUS_DOCUMENTS).")
+    documents: bool = setting(
+        "FOCUS_DOCUMENTS", True, _bool,
+        "Read PDF, Word (.docx) and OpenDocument (.odt) documents as pages: scored, stored and "
+        "followed. A link to one is followed only when promising (FOCUS_DOCUMENT_LINK_SCORE, or "
+        "found on a relevant page), never blindly. Off: links to them are dropped.")
+    document_link_score: float | None = setting(
+        "FOCUS_DOCUMENT_LINK_SCORE", None, _optional(_number(float, None)),
+        "The link score (its anchor, context and URL words) from which a document is worth its "
+        "request (empty: the topic model's even-odds score).")
     max_redirects: int = setting(
         "FOCUS_MAX_REDIRECTS", 3, _number(int),
         "Redirect hops followed for a page (each hop goes back through the frontier).")
@@ -263,14 +277,47 @@ class FocusConfig:
         "FOCUS_RECRAWL_POLICY", "optimal", _choice("optimal", "uniform", "proportional"),
         "How revisits are spread over the pages: 'optimal', for the freshness of the pages "
         "weighted by relevance (Cho & Garcia-Molina); or the two baselines it is measured against, "
-        "which know nothing of relevance and keep every page fetched: 'uniform', every page as "
-        "often; 'proportional', in proportion to its change rate.")
+        "which know nothing of relevance and keep every page fetched, and spend the whole share "
+        "round robin: 'uniform', every page as often; 'proportional', in proportion to its change rate.")
     recrawl_min_interval: float = setting(
         "FOCUS_RECRAWL_MIN_INTERVAL", 60.0, _number(float),
         "The shortest time between two visits of one page, in seconds.")
     recrawl_reallocate_seconds: float = setting(
         "FOCUS_RECRAWL_REALLOCATE_SECONDS", 5.0, _number(float, 0.1),
         "How often the revisit intervals are recomputed from the pages' change rates and the request rate.")
+    # --- rendering (focuscrawl/rendering) ---------------------------------------------------------
+    render: str = setting(
+        "FOCUS_RENDER", "auto", _choice("auto", "always", "never"),
+        "JavaScript-built pages: auto renders a page whose HTML looks like an application shell "
+        "(and goes straight to the browser for a host whose renders keep adding links or text); "
+        "always renders every page; never renders none.")
+    render_backend: str = setting(
+        "FOCUS_RENDER_BACKEND", "playwright", _choice("playwright", "splash"),
+        "What renders: playwright (Chromium through scrapy-playwright) or splash (scrapy-splash "
+        "requests to SPLASH_URL: a Splash, or `scrapy render-server`).")
+    render_browser: str | None = setting(
+        "FOCUS_RENDER_BROWSER", None, _optional(_text),
+        "The Chromium executable (empty: Playwright's own if installed, else chromium on the PATH).")
+    render_timeout: float = setting(
+        "FOCUS_RENDER_TIMEOUT", 20.0, _number(float, 1.0), "The longest a render may take, in seconds.")
+    render_settle: float = setting(
+        "FOCUS_RENDER_SETTLE", 0.5, _number(float, 0.0, 10.0),
+        "After the page loads, how long the document must go without changing before it is read "
+        "(seconds; the wait ends at FOCUS_RENDER_TIMEOUT whatever the page does).")
+    render_max_bytes: int = setting(
+        "FOCUS_RENDER_MAX_BYTES", 4 * 1024 * 1024, _number(int, 1024),
+        "A rendered page's subresources larger than this are not loaded, and a page whose "
+        "document grows past it is cut.")
+    render_other_hosts: bool = setting(
+        "FOCUS_RENDER_OTHER_HOSTS", False, _bool,
+        "Let a rendered page load scripts and data from other hosts (CDNs, APIs). Off: only its own "
+        "host is contacted, one request at a time, and only what its robots.txt allows.")
+    render_contexts: int = setting(
+        "FOCUS_RENDER_CONTEXTS", 2, _number(int, 1),
+        "Pages rendered at once (each in its own browser context, in one browser process).")
+    render_max_browser_mb: int = setting(
+        "FOCUS_RENDER_MAX_BROWSER_MB", 1024, _number(int, 64),
+        "The browser is restarted between renders when its processes hold more memory than this (MB).")
     head_check: bool = setting(
         "FOCUS_HEAD_CHECK", False, _bool,
         "Send a HEAD first to URLs whose extension does not say 'page'; skip them unless HTML.")

@@ -46,6 +46,12 @@ AS_LINKED = "focus_as_linked"
 REVISIT = "focus_revisit"
 REVISIT_HASH = "focus_revisit_hash"
 REVISIT_HEADERS = "focus_revisit_headers"
+#: on a request to render (FOCUS_RENDER): why it goes to the browser (written by the spider for a
+#: page whose plain HTML was a shell, or by the scheduler's RenderRouting for a host that needs it)
+RENDER = "focus_render"
+#: on a render the spider asked for: (words, links) of the page's plain HTML, to judge what the
+#: render added
+RENDER_PLAIN = "focus_render_plain"
 #: a response came back (else the request failed on the network), and its status
 GOT_RESPONSE = "focus_got_response"
 STATUS = "focus_status"

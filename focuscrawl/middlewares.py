@@ -18,7 +18,8 @@ from scrapy.exceptions import NotConfigured
 
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import FocusConfig
-from focuscrawl.meta import DEPTH, EXPLAIN, PRIORITY, REVISIT, ROBOTS_FOR
+from focuscrawl.meta import DEPTH, EXPLAIN, PRIORITY, RENDER, REVISIT, ROBOTS_FOR
+from focuscrawl.rendering.requests import page_url
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ class CrawlLogMiddleware:
         crawler.signals.connect(mw._on_page_visited, signal=focus_signals.page_visited)
         crawler.signals.connect(mw._on_refused, signal=focus_signals.request_refused)
         crawler.signals.connect(mw._on_robots, signal=focus_signals.robots_fetched)
+        crawler.signals.connect(mw._on_render_loaded, signal=focus_signals.render_loaded)
+        crawler.signals.connect(mw._on_render_judged, signal=focus_signals.render_judged)
         crawler.signals.connect(mw._on_closed, signal=signals.spider_closed)
         return mw
 
@@ -54,16 +57,19 @@ class CrawlLogMiddleware:
     @staticmethod
     def _base(request) -> dict:
         meta = request.meta
+        url = page_url(request)  # a render through Splash went to SPLASH_URL for this page
         return {
             "time": round(time.time(), 3),
-            "url": request.url,
-            "method": request.method,
+            "url": url,
+            "method": "GET" if url != request.url else request.method,
             "priority": meta.get(PRIORITY),
             "why": meta.get(EXPLAIN),
             "depth": meta.get(DEPTH),
             "robots_for": meta.get(ROBOTS_FOR),
             # a revisit (FOCUS_RECRAWL): why the revisit plan chose it; its status says whether it changed (304)
             "revisit": meta.get(REVISIT),
+            # a render (FOCUS_RENDER): why the page went to the browser
+            "render": meta.get(RENDER),
         }
 
     def process_response(self, request, response, spider=None):
@@ -111,6 +117,22 @@ class CrawlLogMiddleware:
     def _on_refused(self, request, reason, spider=None):
         record = self._base(request)
         record.update(status=None, dropped=reason)
+        self._write(record)
+
+    def _on_render_judged(self, request, host, shell=None, plain=None, rendered=None, spider=None):
+        """A plain page that was an application shell: scored as rendered, by the render that follows."""
+        if shell:
+            record = self._waiting_for_score.pop(id(request), None)
+            if record is not None:
+                record["shell"] = True
+                self._write(record)
+
+    def _on_render_loaded(self, page, url, method, status, resource, blocked=None, spider=None):
+        """What a rendered page's browser asked for itself: every request the web sees is in the log."""
+        record = {"time": round(time.time(), 3), "url": url, "method": method, "render_of": page,
+                  "resource": resource, "status": status}
+        if blocked:
+            record["dropped"] = f"render_{blocked}"
         self._write(record)
 
     def _on_robots(self, host, rules, response, spider=None):

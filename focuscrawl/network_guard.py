@@ -156,6 +156,9 @@ class NetworkGuardMiddleware:
         self.stats = crawler.stats
         self.signals = crawler.signals
         self._warned_unguarded = False
+        # the render service of FOCUS_RENDER_BACKEND=splash, asked on the crawl's behalf like a
+        # proxy: trusted, and the pages it loads are its own to guard (scrapy render-server does)
+        self.render_service = crawler.settings.get("SPLASH_URL") or None
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -165,7 +168,7 @@ class NetworkGuardMiddleware:
         return cls(policy, crawler)
 
     def process_request(self, request, spider=None):
-        proxy = request.meta.get("proxy")
+        proxy = request.meta.get("proxy") or (self.render_service if request.meta.get("splash") else None)
         resolver = GuardedResolver.installed
         if proxy and resolver is not None:
             resolver.trust_proxy(proxy)  # before the handler resolves the proxy's name
@@ -180,7 +183,7 @@ class NetworkGuardMiddleware:
         if request.meta.get(ROBOTS_FOR) and 300 <= response.status < 400:
             self._check_robots_redirect(request, response)
         address = response.ip_address
-        if address is not None and not request.meta.get("proxy"):
+        if address is not None and not request.meta.get("proxy") and not request.meta.get("splash"):
             reason = self.policy.refusal(address)
             if reason:
                 self._refuse(request, reason, "peer", f"{urlparse_cached(request).hostname} answered from {address}",
@@ -189,7 +192,8 @@ class NetworkGuardMiddleware:
 
     def process_exception(self, request, exception, spider=None):
         resolver = GuardedResolver.installed
-        if resolver is None or request.meta.get("proxy") or not isinstance(exception, DNS_ERRORS):
+        if (resolver is None or request.meta.get("proxy") or request.meta.get("splash")
+                or not isinstance(exception, DNS_ERRORS)):
             return None
         host = urlparse_cached(request).hostname or ""
         refused = resolver.refusal(host)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
+from collections import deque
 
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
@@ -48,11 +49,15 @@ from focuscrawl.learning.strategies import LearnedStrategy, make_strategy
 from focuscrawl.meta import link_parent
 from focuscrawl.politeness import DelayPolicy
 from focuscrawl.politeness.gate import HostGate, PerIpLimit
+from focuscrawl.rendering.availability import RenderingError, effective_mode
+from focuscrawl.rendering.decide import RenderHosts
+from focuscrawl.rendering.requests import RenderMeta, page_url
 from focuscrawl.request_codec import RequestCodec
 from focuscrawl.scheduling.downloader import DownloaderAdapter
 from focuscrawl.scheduling.load import runnable_time
 from focuscrawl.scheduling.persistence import Persistence
 from focuscrawl.scheduling.policies import HeadCheck, Patience, ReleasePolicy
+from focuscrawl.scheduling.rendering import RenderRouting
 from focuscrawl.scheduling.requests import RequestSerializer
 from focuscrawl.scheduling.rescoring import ROBOTS_PRIORITY, BackgroundRescorer
 from focuscrawl.scheduling.revisits import Revisits
@@ -86,7 +91,8 @@ class FocusScheduler:
     def __init__(self, crawler, config: FocusConfig, *, frontier: Frontier, admission: Admission, gate: HostGate,
                  learner: LinkRewardLearner, serializer: RequestSerializer, downloader: DownloaderAdapter,
                  persistence: Persistence | None = None, strategy=None, aliases: HostAliases | None = None,
-                 shared: SharedCrawl | None = None, revisits: Revisits | None = None):
+                 shared: SharedCrawl | None = None, revisits: Revisits | None = None,
+                 render_mode: str = "never"):
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
@@ -118,8 +124,17 @@ class FocusScheduler:
         if self.patience is not None:
             self.policies.append(self.patience)
         if config.head_check:
-            self.policies.append(HeadCheck(self.stats, self._refuse, self._forget))
+            self.policies.append(HeadCheck(self.stats, self._refuse, self._forget, documents=config.documents))
+        # which hosts need a browser (FOCUS_RENDER, as the crawl can honour it); None: no page is rendered
+        self.render_hosts = RenderHosts() if render_mode != "never" else None
+        if self.render_hosts is not None:  # last: a request held back by another policy is not made a render
+            self.policies.append(RenderRouting(render_mode, self.render_hosts, RenderMeta(config), gate, self.stats))
+            if persistence is not None:
+                persistence.render_hosts = self.render_hosts
         self.released = 0  # requests released, robots.txt fetches not counted (FOCUS_BUDGET)
+        # requests a downloader middleware made of one released (a render sent to SPLASH_URL): sent
+        # next, past the frontier and the gate, whose host they already hold
+        self._continuations: deque[Request] = deque()
         self.spider = None
         self._froze_gc = False
 
@@ -174,10 +189,14 @@ class FocusScheduler:
         persistence = (Persistence(config.jobdir, serializer, frontier, admission, gate, crawler.stats,
                                    config.checkpoint_seconds, aliases=aliases, revisits=revisits)
                        if config.jobdir and shared is None else None)
+        try:
+            rendering = effective_mode(config, crawler.settings)
+        except RenderingError as exc:
+            raise NotConfigured(f"focuscrawl scheduler: {exc}") from exc
         return cls(crawler, config, frontier=frontier, admission=admission, gate=gate, learner=learner,
                    serializer=serializer, downloader=DownloaderAdapter(crawler), persistence=persistence,
                    strategy=make_strategy(config.strategy, learner, config), aliases=aliases, shared=shared,
-                   revisits=revisits)
+                   revisits=revisits, render_mode=rendering)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def open(self, spider):
@@ -189,6 +208,8 @@ class FocusScheduler:
         sig.connect(self._on_item_done, signal=signals.item_scraped)
         sig.connect(self._on_item_done, signal=signals.item_dropped)
         sig.connect(self._on_page_stored, signal=focus_signals.page_stored)
+        if self.render_hosts is not None:
+            sig.connect(self._on_render_judged, signal=focus_signals.render_judged)
         if self.revisits is not None:
             sig.connect(self._on_page_visited, signal=focus_signals.page_visited)
             sig.connect(self._on_change_hinted, signal=focus_signals.change_hinted)
@@ -250,6 +271,8 @@ class FocusScheduler:
         return None
 
     def has_pending_requests(self) -> bool:
+        if self._continuations:
+            return True
         if self._budget_spent():
             return False
         if self.revisits is not None and len(self.revisits):
@@ -284,6 +307,13 @@ class FocusScheduler:
     # --- enqueue: admit -> score -> push -------------------------------------------------------
     def enqueue_request(self, request: Request) -> bool:
         meta = request.meta
+        host = meta.get(M.HOST)
+        if meta.get("_splash_processed") and host is not None and host in self.gate.inflight:
+            # scrapy-splash made a released render its call of SPLASH_URL (a downloader middleware
+            # returns a new request): the same visit of the host, which holds the host until it ends
+            self.gate.inflight[host] = request
+            self._continuations.append(request)
+            return True
         if meta.get(M.ROBOTS_FOR):
             # a robots.txt fetch (or a redirect of one): always allowed, first in its host's queue
             self.frontier.push(host_key(request.url), Entry(ROBOTS_PRIORITY, request.url, request))
@@ -363,6 +393,8 @@ class FocusScheduler:
 
     # --- dequeue: pop -> gate -> policies -> release --------------------------------------------
     def next_request(self) -> Request | None:
+        if self._continuations:
+            return self._continuations.popleft()
         if self._budget_spent():
             if not self.stats.get_value("focus/budget_exhausted"):
                 self.stats.set_value("focus/budget_exhausted", 1)
@@ -508,9 +540,17 @@ class FocusScheduler:
         self.revisits.record(url, response.status, revisit=revisit, text_hash=text_hash, weight=weight, etag=etag,
                              last_modified=last_modified, released=self.released,
                              depth=request.meta.get(M.DEPTH, 0), kind=kind)
-        requested = canonicalize(request.url) if revisit else url
+        requested = canonicalize(page_url(request)) if revisit else url
         if requested != url:
             self.revisits.record(requested, 301, revisit=True)  # moved: its new address is tracked
+
+    def _on_render_judged(self, request, host, shell=None, plain=None, rendered=None, spider=None):
+        if plain is not None and rendered is not None:
+            if self.render_hosts.rendered(host, *plain, *rendered):
+                self.stats.inc_value("focus/render/gained")
+        elif shell is not None:
+            self.render_hosts.plain_page(host, shell)
+        self.stats.set_value("focus/render/hosts_marked", self.render_hosts.stats()["hosts_marked"])
 
     def _on_change_hinted(self, url, changed_at=None, changefreq=None, spider=None):
         self.revisits.hint(url, changed_at, changefreq)
@@ -536,7 +576,7 @@ class FocusScheduler:
     def _on_request_left(self, request, spider=None):
         meta = request.meta
         if self.revisits is not None and meta.get(M.REVISIT) is not None:
-            self.revisits.left(canonicalize(request.url))
+            self.revisits.left(canonicalize(page_url(request)))
         host = meta.get(M.HOST)
         if host is None or self.gate.inflight.get(host) is not request:
             return

@@ -52,11 +52,15 @@ WARN_ON_GENERATOR_RETURN_VALUE = False
 HTTPERROR_ALLOW_ALL = True  # every status reaches the spider, so every fetch is recorded and learned from
 AUTOTHROTTLE_ENABLED = False  # the adaptive per-host delay replaces it
 
-# Twisted's pool would re-send a request on a reset keep-alive connection behind the frontier's back.
+# Twisted's pool would re-send a request on a reset keep-alive connection behind the frontier's back;
+# a request the scheduler made a render goes to a browser, started at the first (focuscrawl/rendering).
 DOWNLOAD_HANDLERS = {
-    "http": "focuscrawl.handlers.PoliteHTTP11DownloadHandler",
-    "https": "focuscrawl.handlers.PoliteHTTP11DownloadHandler",
+    "http": "focuscrawl.rendering.browser.FocusDownloadHandler",
+    "https": "focuscrawl.rendering.browser.FocusDownloadHandler",
 }
+
+# The render backend's components (FOCUS_RENDER_BACKEND=splash: scrapy-splash's middlewares)
+ADDONS = {"focuscrawl.rendering.addon.RenderBackend": 0}
 
 # --- the crawl brain ---------------------------------------------------------------------------
 SCHEDULER = "focuscrawl.scheduler.FocusScheduler"

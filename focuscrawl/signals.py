@@ -33,3 +33,13 @@ page_visited = object()
 #: A feed entry or a sitemap's lastmod/changefreq speaks of a page. Args: url (canonical),
 #: changed_at (epoch seconds or None), changefreq (a sitemap word or None).
 change_hinted = object()
+
+#: What a page showed about rendering (FOCUS_RENDER), for the host's record. Args: request, host
+#: (str), shell (bool: its plain HTML looked like an application shell; None for a render), and
+#: for a render the spider asked for after the plain HTML: plain and rendered, each (words, links).
+render_judged = object()
+
+#: A rendered page loaded (or was refused) one of its own requests: a script, a stylesheet, data.
+#: Args: page (the URL rendered), url, method, status (None when refused or failed), resource
+#: (the browser's resource type), blocked (why it was refused, or None). The request log writes it.
+render_loaded = object()

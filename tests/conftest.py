@@ -17,9 +17,13 @@ SHARED = PROJECT.parent / "shared"
 
 @pytest.fixture(scope="session")
 def demo_web():
+    """The demo web of the crawl tests: its HTML hosts. The JavaScript-only host and the PDFs are
+    left out, so that every request a crawl makes is one the crawler sends (a render's page loads
+    its own scripts and data); tests/test_demo_rendering_web.py, tests/test_rendering_e2e.py and
+    the `scrapy demo` test exercise them."""
     from focuscrawl.demo import generate_web
 
-    return generate_web(seed=0)
+    return generate_web(seed=0, javascript_host=False, documents=False)
 
 
 @pytest.fixture(scope="session")

@@ -48,12 +48,13 @@ def test_a_url_seen_as_it_is_is_refused_silently_other_spellings_and_redirects_a
     ("http://a.test/deep", {"depth": 31}, "too_deep"),
     ("http://a.test/" + "x" * 1100, {}, "url_too_long"),
     ("http://a.test/a/a/a/a/x", {}, "repeated_segments"),
-    ("http://a.test/paper.pdf", {}, "denied_extension"),
+    ("http://a.test/slides.ppt", {}, "denied_extension"),
+    ("http://a.test/letter.doc", {}, "denied_extension"),  # the documents read are pdf, docx and odt
     ("ftp://a.test/file", {}, "scheme"),
 ])
 def test_trap_rules_and_redirects_refuse(url, kwargs, reason):
     """The defaults: FOCUS_MAX_REDIRECTS 3, FOCUS_MAX_DEPTH 30, FOCUS_MAX_URL_LENGTH 1024,
-    FOCUS_MAX_REPEATED_SEGMENTS 3, FOCUS_DENY_EXTENSIONS Scrapy's list (pdf is in it)."""
+    FOCUS_MAX_REPEATED_SEGMENTS 3, FOCUS_DENY_EXTENSIONS Scrapy's list less the documents read."""
     a = admission()
     assert admit(a, url, **kwargs) == reason
     assert a.host_admitted == {}
@@ -102,7 +103,7 @@ def test_the_host_budget_counts_only_admitted_urls():
     assert admit(a, "http://a.test/1") is None
     assert admit(a, "http://a.test/deep", depth=99) == "too_deep"  # refused: not counted
     assert admit(a, "http://a.test/1") == SEEN  # a duplicate: not counted
-    assert admit(a, "http://a.test/paper.pdf") == "denied_extension"
+    assert admit(a, "http://a.test/slides.ppt") == "denied_extension"
     assert a.host_admitted == {"a.test": 1}
     assert admit(a, "http://a.test/2") is None
     assert admit(a, "http://a.test/3") == "host_budget"

@@ -52,7 +52,7 @@ RECORDS = {
                                    [("X-Robots-Tag", "noindex, nofollow")]),
     f"{A}/behind-nofollow.html": page(html("Behind", sky("Behind"))),
     # a URL with no extension that is not a page: the HEAD check must keep the GET away
-    f"{A}/download": (200, [("Content-Type", "application/pdf")], b"%PDF-1.4 " + b"x" * 5000),
+    f"{A}/download": (200, [("Content-Type", "video/mp4")], b"\x00\x00\x00\x18ftypmp42" + b"x" * 5000),
     # a URL with no extension that is a page: HEAD, then GET
     f"{A}/report": page(html("Meteor report", sky("Meteor report"))),
     f"{B}/robots.txt": (404, [("Content-Type", "text/plain")], b""),

@@ -276,7 +276,7 @@ def test_a_head_check_that_finds_no_page_refuses_it_and_forgets_it_as_in_flight(
                                              meta={"depth": 1}))
     head = scheduler.next_request()
     assert list(scheduler.persistence.unfinished) == ["http://h0.test/data"]
-    response = Response(head.url, status=200, headers={"Content-Type": "application/pdf"}, request=head)
+    response = Response(head.url, status=200, headers={"Content-Type": "application/zip"}, request=head)
     assert head.callback(response) is None
     assert refused == [("http://h0.test/data", "head_not_html")]
     assert scheduler.persistence.unfinished == {}
@@ -681,3 +681,21 @@ def test_a_queued_url_is_respelled_by_a_rule_learned_later_and_survives_being_he
     free(scheduler, first)
     assert scheduler.next_request() is None  # dir/index.html is dir/, released already
     assert scheduler.stats.get_value("focus/aliases/dropped") == 1
+
+
+def test_a_head_check_that_finds_a_document_lets_its_get_through():
+    """PDF and office documents are read as pages (FOCUS_DOCUMENTS): the HEAD says go."""
+    from scrapy.http import Response
+
+    scheduler = make_scheduler(FOCUS_HEAD_CHECK=True)
+    assert scheduler.enqueue_request(Request("http://h0.test/data", callback=scheduler.spider.parse,
+                                             meta={"depth": 1}))
+    head = scheduler.next_request()
+    response = Response(head.url, status=200, headers={"Content-Type": "application/pdf"}, request=head)
+    (get,) = head.callback(response)
+    assert get.method == "GET" and get.url == "http://h0.test/data"
+    off = make_scheduler(FOCUS_HEAD_CHECK=True, FOCUS_DOCUMENTS=False)
+    off.enqueue_request(Request("http://h0.test/data", callback=off.spider.parse, meta={"depth": 1}))
+    head = off.next_request()
+    assert head.callback(Response(head.url, status=200, headers={"Content-Type": "application/pdf"},
+                                  request=head)) is None

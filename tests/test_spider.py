@@ -110,3 +110,58 @@ def test_no_callback_is_a_generator_that_returns_a_value(owner):
     scheduler's parts': robots.txt fetches and HEAD checks), static ones included."""
     methods = [f for f in (getattr(owner, name) for name in vars(owner)) if inspect.isfunction(f)]
     assert methods and not [f.__name__ for f in methods if is_generator_with_return_value(f)]
+
+
+# --- documents and application shells --------------------------------------------------------------
+
+def spider_for(model_path, **settings):
+    crawler = get_crawler(FocusedSpider, {"FOCUS_MODEL": str(model_path), **settings})
+    crawler._apply_settings()
+    return FocusedSpider.from_crawler(crawler, seeds="http://a.test/")
+
+
+def test_a_pdf_is_read_scored_and_followed_like_a_page(demo_model):
+    from scrapy.http import Response
+
+    from focuscrawl.demo.documents import pdf_document
+
+    spider = spider_for(demo_model)
+    body = pdf_document("Comets and their orbits", ["Telescopes follow the comet's orbit past the planets."],
+                        [("next lecture", "http://a.test/next.html")])
+    request = Request("http://a.test/comets.pdf", meta={"depth": 1})
+    response = Response(request.url, body=body, headers={"Content-Type": "application/pdf"}, request=request)
+    *links, page = list(spider.parse(response))
+    assert page.title == "Comets and their orbits" and "comet" in page.text and page.score is not None
+    assert page.extra["document"].startswith("pdf, 1 page") and page.content_type == "application/pdf"
+    assert [link.url for link in links] == ["http://a.test/next.html"]
+    broken = Response("http://a.test/b.pdf", body=b"%PDF-1.4 broken", headers={"Content-Type": "application/pdf"},
+                      request=Request("http://a.test/b.pdf"))
+    (unread,) = list(spider.parse(broken))
+    assert unread.score is None and spider.crawler.stats.get_value("focus/documents/unreadable/broken") == 1
+
+
+def test_a_link_to_a_document_is_followed_only_when_promising(demo_model):
+    spider = spider_for(demo_model, FOCUS_RENDER="never")
+    page = (b"<html><body><p>Shopping, football and recipes for a weekend.</p>"
+            b'<a href="/x.pdf">brochure</a> <a href="/astronomy-lecture-notes.pdf">astronomy lecture notes telescopes '
+            b"comets planets</a></body></html>")
+    request = Request("http://a.test/p.html", meta={"depth": 1})
+    response = HtmlResponse(request.url, body=page, headers={"Content-Type": "text/html"}, request=request)
+    *links, item = list(spider.parse(response))
+    assert item.score < 0.5  # the page is off topic: only its links' words can make a document worth it
+    followed = [link.url for link in links]
+    assert "http://a.test/x.pdf" not in followed
+    assert spider.crawler.stats.get_value("focus/documents/links_skipped") >= 1
+    assert not spider_for(demo_model, FOCUS_DOCUMENTS=False)._document_promising(1.0, 1.0)
+
+
+def test_an_application_shell_is_rendered_instead_of_stored_empty(demo_model):
+    spider = spider_for(demo_model, FOCUS_RENDER="auto")
+    spider.render_mode = "auto"  # as if a browser were there (the machine's Chromium is not asked here)
+    shell = (b'<html><head><title>App</title><script src="/main.js"></script></head><body><div id="root"></div>'
+             b"<noscript>You need to enable JavaScript to run this app.</noscript></body></html>")
+    request = Request("http://a.test/app", meta={"depth": 1})
+    response = HtmlResponse(request.url, body=shell, headers={"Content-Type": "text/html"}, request=request)
+    (render,) = list(spider.parse(response))
+    assert isinstance(render, Request) and render.url == "http://a.test/app" and render.dont_filter
+    assert render.meta["focus_render"].startswith("app shell: empty #root") and render.meta["focus_render_plain"] == [0, 0]

@@ -265,6 +265,10 @@ class Summary:
     found: int  # distinct relevant pages found (duplicates and redirects count once)
     reachable: int  # distinct relevant pages on the crawl hosts a crawl can reach
     found_reachable: int  # of those, found
+    found_rendered: int = 0  # relevant pages of the JavaScript-only host found (read as rendered)
+    rendered_relevant: int = 0  # of its pages, labelled relevant
+    found_documents: int = 0  # relevant PDFs found (read as documents)
+    documents_relevant: int = 0  # PDFs labelled relevant
 
     @property
     def precision(self) -> float | None:
@@ -309,8 +313,12 @@ def summarize(web: DemoWeb, export_rows: Iterable[Mapping], server_log: Iterable
             exported_relevant += 1
             found.add(page(url))
     crawl_hosts = set(web.crawl_hosts)
-    reachable = {page(u) for u in web.reachable_relevant(web.seeds) if urlsplit(u).netloc in crawl_hosts}
-    return Summary(requests, exported, exported_relevant, len(found), len(reachable), len(found & reachable))
+    reachable = {page(u) for u in web.reachable_relevant(web.seeds, rendered=True)
+                 if urlsplit(u).netloc in crawl_hosts}
+    rendered = {page(u) for u in web.javascript_pages if labels.get(w3lib_canonical(u)) == web.topic}
+    documents = {page(u) for u in web.documents if labels.get(w3lib_canonical(u)) == web.topic}
+    return Summary(requests, exported, exported_relevant, len(found), len(reachable), len(found & reachable),
+                   len(found & rendered), len(rendered), len(found & documents), len(documents))
 
 
 def format_summary(s: Summary, outputs: Iterable[tuple[str, Path]] = ()) -> str:
@@ -325,6 +333,11 @@ def format_summary(s: Summary, outputs: Iterable[tuple[str, Path]] = ()) -> str:
         f"({s.found_reachable} of {s.reachable} reachable relevant pages)",
         f"   relevant pages per request: {num(s.per_request)}",
     ]
+    if s.rendered_relevant:
+        lines.append(f"   built by JavaScript, found by rendering: {s.found_rendered} of {s.rendered_relevant} "
+                     "relevant pages")
+    if s.documents_relevant:
+        lines.append(f"   PDFs read: {s.found_documents} of {s.documents_relevant} relevant documents")
     outputs = list(outputs)
     if outputs:
         width = max(len(name) for name, _ in outputs)

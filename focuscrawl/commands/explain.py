@@ -277,6 +277,10 @@ def _page_summary(page: dict, top: int) -> dict:
         summary["error"] = extra["error"]
     if extra.get("revisit"):
         summary["revisit"] = extra["revisit"]  # a new version found by a revisit, and why it was revisited
+    if extra.get("render"):
+        summary["render"] = extra["render"]  # read as a browser showed it (FOCUS_RENDER), and why
+    if extra.get("document"):
+        summary["document"] = extra["document"]  # a PDF or office document, read as text and links
     return summary
 
 
@@ -304,6 +308,10 @@ def _format_page(asked: str, page: dict) -> str:
         lines.append(f"  a revisit found it changed; revisited because: {page['revisit']}")
     else:
         lines.append(f"  priority at dequeue {priority}; why: {_why(page['why'])}")
+    if page.get("render"):
+        lines.append(f"  rendered in a browser (FOCUS_RENDER) because: {page['render']}")
+    if page.get("document"):
+        lines.append(f"  read as a document: {page['document']}")
     lines.append(f"  depth {page['depth']}, referrer {page['referrer'] or '(seed)'}")
     return "\n".join(lines)
 

@@ -22,7 +22,12 @@ class DemoWeb:
     """A recorded web plus its ground truth.
 
     ``records`` is exactly what ``focuscrawl.replay.RecordedWeb.from_records`` takes; ``labels``
-    covers every HTML page answered with 200 (``topic`` or ``"other"``).
+    covers every HTML page answered with 200 and every PDF document (``topic`` or ``"other"``).
+
+    What only a browser or a PDF reader sees: ``javascript_host`` serves app shells whose links and
+    text a script builds (its labelled pages are ``javascript_pages``; its script and JSON data are
+    records without a label), ``documents`` are the PDFs' URLs, and ``rendered_links`` holds, for
+    each of those pages and documents, the links a renderer or a reader finds in it.
     """
 
     records: dict[str, Record]
@@ -36,6 +41,10 @@ class DemoWeb:
     missing: list[str] = field(default_factory=list)  # deliberate 404s some page links to
     redirects: dict[str, str] = field(default_factory=dict)  # 301 source -> target
     duplicates: list[tuple[str, str, str]] = field(default_factory=list)  # (copy, original, kind)
+    javascript_host: str | None = None
+    javascript_pages: list[str] = field(default_factory=list)
+    documents: list[str] = field(default_factory=list)
+    rendered_links: dict[str, list[str]] = field(default_factory=dict)  # absolute targets
     _link_cache: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
 
     # -- ground truth --------------------------------------------------------------------------
@@ -48,8 +57,11 @@ class DemoWeb:
             if label == self.topic and (wanted is None or urlsplit(url).netloc in wanted)
         }
 
-    def links(self, url: str) -> list[str]:
-        """Absolute, fragment-free targets of the ``<a href>`` links of a recorded HTML page."""
+    def links(self, url: str, rendered: bool = False) -> list[str]:
+        """Absolute, fragment-free targets of the ``<a href>`` links of a recorded HTML page; with
+        ``rendered``, a JavaScript page's links once its script ran and a document's links."""
+        if rendered and url in self.rendered_links:
+            return list(self.rendered_links[url])
         if url not in self._link_cache:
             record = self.records.get(url)
             if record is None or record[0] != 200 or not is_html(record[1]):
@@ -67,11 +79,12 @@ class DemoWeb:
             return True
         return _robots_parser(text).can_fetch(url, BOT_NAME)
 
-    def reachable_relevant(self, seeds: Iterable[str]) -> set[str]:
+    def reachable_relevant(self, seeds: Iterable[str], rendered: bool = False) -> set[str]:
         """The relevant pages a crawl from ``seeds`` can possibly fetch.
 
         Breadth-first over the link graph: robots-disallowed URLs are never fetched (so their
         links are never seen), redirects are followed, 404s and unrecorded URLs end a path.
+        ``rendered``: the crawl renders JavaScript and reads documents' links (``links``).
         """
         seen: set[str] = set()
         queue: deque[str] = deque()
@@ -92,7 +105,7 @@ class DemoWeb:
                 targets = [urljoin(url, header(headers, "Location") or "")]
             elif status == 200:
                 fetched.add(url)
-                targets = self.links(url)
+                targets = self.links(url, rendered)
             else:
                 continue
             for target in targets:

@@ -3,6 +3,7 @@
 Hand-written rather than generated so the web has a known shape: some hosts centre on the
 demo topic, some carry it in one section among others, some never mention it, and a few
 carry the quirks a careful crawler must cope with (robots.txt, Crawl-delay, windows-1252).
+The JavaScript host is not in the catalogue: it is made for the topic asked for (``javascript_profile``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class HostProfile:
     crawl_delay: int | None = None
     charset: str = "utf-8"
     header_charset: bool = True  # False: the charset is only in <meta>
+    javascript: bool = False  # every page is an app shell a script fills in (see ``javascript``)
 
 
 def _sec(theme: str, index: int, weight: int, neutral: bool = False) -> Section:
@@ -105,3 +107,19 @@ HOSTS: tuple[HostProfile, ...] = (
         (_sec("music", 0, 4), _sec("music", 1, 3), _sec("travel", 2, 1)), train=False,
     ),
 )
+
+
+#: The JavaScript host of a topic: (host, site name, tagline); a topic not listed gets a plain one.
+_APPS = {"astronomy": ("app.starfield.test", "Starfield", "The night sky, live in your browser")}
+
+
+def javascript_profile(topic: str) -> HostProfile:
+    """The app host of ``topic``: two of the topic's sections and one off-topic, crawled, not
+    trained on (its shells would teach the model that a bare page is on topic)."""
+    label = V.THEMES[topic]["label"]
+    host, name, tagline = _APPS.get(
+        topic, (f"app.{topic}-explorer.test", f"{label} Explorer", f"{label}, live in your browser"))
+    n = len(V.THEMES[topic]["sections"])
+    other = "technology" if topic != "technology" else "travel"
+    sections = (_sec(topic, 1, 4), _sec(topic, 3 if n > 3 else 0, 3), _sec(other, 2, 2))
+    return HostProfile(host, name, tagline, sections, train=False, javascript=True)

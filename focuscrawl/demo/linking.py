@@ -8,35 +8,39 @@ share of uninformative ones ("Read more") so the anchor alone never settles a li
 from __future__ import annotations
 
 from focuscrawl.demo import vocabulary as V
-from focuscrawl.demo.hosts import Section
+from focuscrawl.demo.hosts import HostProfile, Section
 from focuscrawl.demo.site_plan import PER_HUB_PAGE, SitePlan
 
 Link = tuple[str, str, str]  # (url, anchor, where on the page), as Page.links holds
 
 
-def link_pages(plan: SitePlan) -> None:
+def link_pages(plan: SitePlan, profiles: tuple[HostProfile, ...] | None = None) -> None:
+    """Link every host's pages, or only ``profiles``' (a host added later links into the rest)."""
+    for profile in plan.profiles if profiles is None else profiles:
+        _link_host(plan, profile.host)
+
+
+def _link_host(plan: SitePlan, host: str) -> None:
     rng = plan.rng
-    for profile in plan.profiles:
-        host = profile.host
-        nav = [(plan.home[host], "Home", "nav")] + [
-            (urls[0], s.name, "nav") for s, urls in plan.hubs[host].items()
-        ]
-        footer = [(f"http://{host}/about.html", "About us", "footer"), (plan.home[host], "Home", "footer")]
-        # home: nav, featured articles from every section, partner sites
-        home = plan.pages[plan.home[host]]
-        featured = []
-        for section, urls in plan.articles[host].items():
-            for url in rng.sample(urls, k=min(2, len(urls))):
-                featured.append((url, _anchor(plan, url), "list"))
-        partners = [(plan.home[h], plan.profile(h).site_name, "blogroll")
-                    for h in rng.sample([h for h in plan.home if h != host], k=min(3, len(plan.home) - 1))]
-        home.links = nav + featured + home.links + partners + footer
-        plan.pages[f"http://{host}/about.html"].links = nav + footer
-        for section, hub_urls in plan.hubs[host].items():
-            _link_section(plan, host, section, hub_urls, nav, footer)
-        for url in [u for u, p in plan.pages.items() if p.host == host and p.kind == "syndicated"]:
-            page = plan.pages[url]
-            page.links = nav + [(plan.home[host], "Home", "crumb")] + footer
+    nav = [(plan.home[host], "Home", "nav")] + [
+        (urls[0], s.name, "nav") for s, urls in plan.hubs[host].items()
+    ]
+    footer = [(plan.about[host], "About us", "footer"), (plan.home[host], "Home", "footer")]
+    # home: nav, featured articles from every section, partner sites
+    home = plan.pages[plan.home[host]]
+    featured = []
+    for section, urls in plan.articles[host].items():
+        for url in rng.sample(urls, k=min(2, len(urls))):
+            featured.append((url, _anchor(plan, url), "list"))
+    partners = [(plan.home[h], plan.profile(h).site_name, "blogroll")
+                for h in rng.sample([h for h in plan.home if h != host], k=min(3, len(plan.home) - 1))]
+    home.links = nav + featured + home.links + partners + footer
+    plan.pages[plan.about[host]].links = nav + footer
+    for section, hub_urls in plan.hubs[host].items():
+        _link_section(plan, host, section, hub_urls, nav, footer)
+    for url in [u for u, p in plan.pages.items() if p.host == host and p.kind == "syndicated"]:
+        page = plan.pages[url]
+        page.links = nav + [(plan.home[host], "Home", "crumb")] + footer
 
 
 def _link_section(plan: SitePlan, host: str, section: Section, hub_urls: list[str],

@@ -21,7 +21,11 @@ def add_oddities(plan: SitePlan) -> None:
 
 def robots_txt(p: HostProfile) -> str:
     lines = [f"# robots.txt for {p.host}", "User-agent: *"]
-    lines.append("Disallow: /private/" if p.private else "Disallow:")
+    if p.javascript:
+        # an app keeps its accounts out but must let a renderer load its script and its pages' data
+        lines += ["Allow: /static/", "Allow: /api/", "Disallow: /account/"]
+    else:
+        lines.append("Disallow: /private/" if p.private else "Disallow:")
     if p.crawl_delay:
         lines.append(f"Crawl-delay: {p.crawl_delay}")
     lines.append("")

@@ -20,16 +20,18 @@ _TITLE_SUFFIXES = [
 ]
 
 
-def plan_pages(plan: SitePlan) -> None:
-    for profile in plan.profiles:
+def plan_pages(plan: SitePlan, profiles: tuple[HostProfile, ...] | None = None) -> None:
+    """Plan every host's pages, or only ``profiles``' (a host added later)."""
+    for profile in plan.profiles if profiles is None else profiles:
         _plan_host(plan, profile)
 
 
 def _plan_host(plan: SitePlan, p: HostProfile) -> None:
     rng, base = plan.rng, f"http://{p.host}"
+    ext = "" if p.javascript else ".html"  # an app's routes carry no extension
     plan.home[p.host] = home = f"{base}/"
     plan.pages[home] = Page(home, p.host, "home", None, p.site_name)
-    about = f"{base}/about.html"
+    plan.about[p.host] = about = f"{base}/about{ext}"
     plan.pages[about] = Page(about, p.host, "about", None, f"About {p.site_name}")
     n_articles = max(3 * len(p.sections), plan.pages_per_host - 2 - math.ceil(1.4 * len(p.sections)))
     counts = _apportion(n_articles, [s.weight for s in p.sections], minimum=3)
@@ -38,7 +40,7 @@ def _plan_host(plan: SitePlan, p: HostProfile) -> None:
     for section, count in zip(p.sections, counts):
         n_hub_pages = math.ceil(count / PER_HUB_PAGE)
         hub_urls = [f"{base}{section.path}"] + [
-            f"{base}{section.path}page-{k}.html" for k in range(2, n_hub_pages + 1)
+            f"{base}{section.path}page-{k}{ext}" for k in range(2, n_hub_pages + 1)
         ]
         for k, url in enumerate(hub_urls, start=1):
             title = section.name if k == 1 else f"{section.name} \u2014 page {k}"
@@ -53,7 +55,7 @@ def _plan_host(plan: SitePlan, p: HostProfile) -> None:
                 while url in plan.pages:
                     url = url.replace(".html", "-1.html")
             else:
-                url = f"{base}{section.path}{slug}.html"
+                url = f"{base}{section.path}{slug}{ext}"
             plan.pages[url] = _article(plan, url, p.host, "article", section, slug)
             urls.append(url)
         plan.articles[p.host][section] = urls

@@ -1,7 +1,10 @@
-"""The finished plan as the web serves it: HTML in each host's charset, 301s, 404s, robots.txt.
+"""The finished plan as the web serves it: HTML in each host's charset, 301s, 404s, robots.txt,
+and, when they are planned, the JavaScript host's shells, script and data, and the PDF documents.
 
 Also where each page gets its label, since that is decided by what is served: a 200 HTML page
-is on topic when its theme is the topic and it is not a site's home or about page.
+(an app shell too: its page is what a reader sees once the script ran) or a document is on topic
+when its theme is the topic and it is not a site's home or about page. The script and the data
+records are no page and get no label.
 """
 
 from __future__ import annotations
@@ -10,13 +13,16 @@ from html import escape
 from urllib.parse import urlsplit
 
 from focuscrawl.demo.hosts import HostProfile
+from focuscrawl.demo.javascript import render_app_page, script_record
 from focuscrawl.demo.oddities import robots_txt
+from focuscrawl.demo.papers import render_document
 from focuscrawl.demo.responses import Record, response
 from focuscrawl.demo.site_plan import Page, SitePlan
 
 
 def build_records(plan: SitePlan) -> tuple[dict[str, Record], dict[str, str], dict[str, str]]:
-    """``(records, labels, robots)``: every served URL, every 200 HTML page's label, every robots.txt."""
+    """``(records, labels, robots)``: every served URL, every page's label (200 HTML and
+    documents), every robots.txt."""
     records: dict[str, Record] = {}
     robots: dict[str, str] = {}
     for p in plan.profiles:
@@ -26,9 +32,14 @@ def build_records(plan: SitePlan) -> tuple[dict[str, Record], dict[str, str], di
     copies = {copy: original for copy, original, kind in plan.duplicates if kind == "exact"}
     for url, page in plan.pages.items():
         profile = plan.profile(page.host)
-        body = render_page(page, profile)
-        ctype = f"text/html; charset={profile.charset}" if profile.header_charset else "text/html"
-        records[url] = response(200, ctype, body)
+        if page.kind == "document":
+            records[url] = response(200, "application/pdf", render_document(page))
+        elif profile.javascript:
+            records.update(render_app_page(page, profile))  # the shell, and the JSON it fetches
+        else:
+            body = render_page(page, profile)
+            ctype = f"text/html; charset={profile.charset}" if profile.header_charset else "text/html"
+            records[url] = response(200, ctype, body)
         labels[url] = plan.topic if page.theme == plan.topic and page.kind not in ("home", "about") else "other"
     for copy, original in copies.items():
         records[copy] = records[original]
@@ -38,6 +49,10 @@ def build_records(plan: SitePlan) -> tuple[dict[str, Record], dict[str, str], di
         records[old] = response(301, "text/html; charset=utf-8", body.encode(), [("Location", target)])
     for url in plan.missing:
         records[url] = response(404, "text/html; charset=utf-8", b"<html><body><h1>Not Found</h1></body></html>")
+    for p in plan.profiles:
+        if p.javascript:
+            url, record = script_record(p.host)
+            records[url] = record
     return records, labels, robots
 
 

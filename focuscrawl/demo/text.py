@@ -10,8 +10,9 @@ from focuscrawl.demo import vocabulary as V
 from focuscrawl.demo.site_plan import Page, SitePlan
 
 
-def write_text(plan: SitePlan) -> None:
-    for page in plan.pages.values():
+def write_text(plan: SitePlan, pages: list[Page] | None = None) -> None:
+    """Write every page's words, or only ``pages``' (a part added later)."""
+    for page in plan.pages.values() if pages is None else pages:
         if page.kind == "syndicated":
             continue  # shares the original's paragraphs
         n = {"home": 2, "about": 2, "hub": 2}.get(page.kind, plan.rng.randint(4, 7))
@@ -29,8 +30,10 @@ def _paragraph(plan: SitePlan, page: Page) -> str:
         theme_pool = [w for s in page.subtopics for w in V.THEMES[page.theme]["subtopics"][s].split()]
     else:
         theme_pool = plan.theme_words[page.theme]
-    # windows-1252 cannot encode every accented name (ř), so that host draws only from those it can
-    accented = V.ACCENTED_1252 if plan.profile(page.host).charset == "windows-1252" else V.ACCENTED
+    # windows-1252 cannot encode every accented name (ř), so that host draws only from those it can;
+    # nor can a PDF's standard font (WinAnsiEncoding is windows-1252), which would print "?"
+    cp1252 = plan.profile(page.host).charset == "windows-1252" or page.kind == "document"
+    accented = V.ACCENTED_1252 if cp1252 else V.ACCENTED
     noise_themes = sorted(V.THEMES)
     sentences = []
     for _ in range(rng.randint(3, 5)):

@@ -1,5 +1,5 @@
 """HTML to a title, a main text with boilerplate removed, links with their words, meta robots,
-the feeds the page announces.
+the feeds the page announces, and what says it is an application shell (``appshell``).
 
 One lxml parse and one iterative walk (no recursion, so deep broken nesting cannot overflow).
 Links come from the whole page, navigation included; the main text leaves out what is
@@ -18,6 +18,7 @@ import lxml.html
 from w3lib.html import strip_html5_whitespace
 
 from focuscrawl import BOT_NAME
+from focuscrawl.parsing.appshell import NONE as NO_APP_SIGNALS, AppSignals, app_signals
 from focuscrawl.parsing.charset import decode_body
 from focuscrawl.urls import absolute_http_url
 
@@ -96,6 +97,7 @@ class ParsedPage:
     nofollow: bool = False
     base_url: str = ""
     feeds: list[str] = field(default_factory=list)  # absolute URLs of the RSS/Atom feeds announced
+    app: AppSignals = NO_APP_SIGNALS  # what says the page is an application shell (rendering decides)
 
 
 def parse_html(
@@ -112,6 +114,7 @@ def parse_html(
     page.noindex, page.nofollow = _meta_robots(root)
     page.title = _title(root)
     page.feeds = _feed_links(root, page.base_url)
+    page.app = app_signals(root)
     page.text, page.links = _walk(root, page.base_url)
     return page
 

@@ -29,6 +29,7 @@ from focuscrawl.learning import link_context, link_features
 from focuscrawl.learning.learner import is_vector
 from focuscrawl.meta import FEATURES, REVISIT, ROBOTS_FOR
 from focuscrawl.politeness.gate import HostGate
+from focuscrawl.rendering.requests import storable
 from focuscrawl.request_codec import packed_row, packed_rows
 from focuscrawl.scheduling.requests import RequestSerializer
 from focuscrawl.urls import canonicalize, host_key
@@ -50,6 +51,7 @@ class Persistence:
         self.stats = stats
         self.checkpoint_seconds = checkpoint_seconds
         self.aliases = aliases  # the hosts' learned URL aliases (HostAliases), kept with the snapshot
+        self.render_hosts = None  # which hosts need a browser (RenderHosts; set by the scheduler when it renders)
         self.revisits = revisits  # a continuous crawl's revisit plan (FOCUS_RECRAWL), kept with the snapshot
         # canonical URL -> request released whose item has not been through the pipelines yet
         self.unfinished: dict[str, Request] = {}
@@ -115,7 +117,7 @@ class Persistence:
                    for host, entry in self.frontier.rich_entries()
                    if not entry.payload.meta.get(ROBOTS_FOR) and entry.payload.meta.get(REVISIT) is None]
         for url, request in self.unfinished.items():  # released, item not stored yet: first in line on resume
-            entries.append((host_key(url), FIRST, to_dict(request), request.meta.get(FEATURES)))
+            entries.append((host_key(url), FIRST, to_dict(storable(request)), request.meta.get(FEATURES)))
         gate = self.gate.state()
         self.job.save({
             "entries": entries, "packed": self.frontier.stored(), "seen": self.admission.seen, "learner": learner,
@@ -124,6 +126,7 @@ class Persistence:
             "strategy": strategy if getattr(strategy, "name", "learned") != "learned" else None,
             "aliases": self.aliases,
             "revisits": self.revisits,
+            "render_hosts": self.render_hosts,
         })
         self.stats.inc_value("focus/checkpoints")
 
@@ -169,6 +172,8 @@ class Persistence:
                 self.aliases.adopt(state["aliases"])
             if self.revisits is not None and state.get("revisits") is not None:
                 self.revisits.adopt(state["revisits"])
+            if self.render_hosts is not None and state.get("render_hosts") is not None:
+                self.render_hosts.adopt(state["render_hosts"])
             for host in self.gate.restore(state["timing"], state["robots"], time.monotonic()):
                 apply_robots(host)
             rows = list(state["entries"])  # every row, in a snapshot of format 1

@@ -7,7 +7,7 @@ or None to hold it back (it goes back to the frontier).
   than spend a request on a worse one whose host happens to be free (politeness is untouched: we
   only wait).
 - ``HeadCheck``: a URL whose extension does not say "page" is checked with a HEAD request first,
-  and skipped unless it is HTML.
+  and skipped unless it is HTML (or a document focuscrawl reads, with FOCUS_DOCUMENTS).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from scrapy import Request
 
 from focuscrawl import meta as M
 from focuscrawl.frontier import Entry, Frontier
+from focuscrawl.parsing.documents import DOCUMENT_TYPES
 from focuscrawl.politeness.gate import HostGate
 from focuscrawl.scheduling.load import CrawlerLoad, runnable_time
 from focuscrawl.urls import canonicalize, extension
@@ -98,10 +99,12 @@ class HeadCheck:
     """``refuse(request, reason)`` reports a URL that is not HTML; ``dropped(canonical_url)``
     forgets it as a request in flight."""
 
-    def __init__(self, stats, refuse: Callable[[Request, str], object], dropped: Callable[[str], object]):
+    def __init__(self, stats, refuse: Callable[[Request, str], object], dropped: Callable[[str], object],
+                 documents: bool = False):
         self.stats = stats
         self.refuse = refuse
         self.dropped = dropped
+        self.documents = documents  # PDF and office documents are read too (FOCUS_DOCUMENTS)
 
     def review(self, host: str, entry: Entry, request: Request, now: float) -> Request | None:
         meta = request.meta
@@ -116,7 +119,9 @@ class HeadCheck:
     def head_checked(self, response):
         original = response.meta[M.HEAD_FOR]
         content_type = response.headers.get(b"Content-Type", b"").decode("latin-1").lower()
-        if response.status < 400 and content_type and "html" not in content_type:
+        media_type = content_type.split(";", 1)[0].strip()
+        if (response.status < 400 and content_type and "html" not in content_type
+                and not (self.documents and media_type in DOCUMENT_TYPES)):
             self.stats.inc_value("focus/head/not_html")
             self.refuse(original, "head_not_html")
             self.dropped(canonicalize(original.url))

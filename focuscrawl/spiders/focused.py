@@ -19,7 +19,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.spidermiddlewares.httperror import HttpError
 
 from focuscrawl import signals as focus_signals
-from focuscrawl.config import FocusConfig
+from focuscrawl.config import DOCUMENT_EXTENSIONS, FocusConfig
 from focuscrawl.dedup import content_hash
 from focuscrawl.items import PageItem
 from focuscrawl.meta import (
@@ -28,6 +28,8 @@ from focuscrawl.meta import (
     FEED,
     LINK,
     PRIORITY,
+    RENDER,
+    RENDER_PLAIN,
     REVISIT,
     REVISIT_HASH,
     REVISIT_HEADERS,
@@ -37,10 +39,13 @@ from focuscrawl.meta import (
     request_meta,
 )
 from focuscrawl.network_guard import NetworkRefused
-from focuscrawl.parsing import parse_html
+from focuscrawl.parsing import DocumentError, Link, ParsedPage, document_kind, parse_html, read_document
 from focuscrawl.parsing.feeds import FeedError, read_feed
 from focuscrawl.parsing.sitemap import SitemapError, read_sitemap
-from focuscrawl.urls import canonicalize
+from focuscrawl.rendering.availability import RenderingError, effective_mode
+from focuscrawl.rendering.decide import shell_reason
+from focuscrawl.rendering.requests import is_render, page_url
+from focuscrawl.urls import canonicalize, extension, host_key
 from focuscrawl.relevance import ModelError, TopicModel
 
 logger = logging.getLogger(__name__)
@@ -101,6 +106,13 @@ class FocusedSpider(scrapy.Spider):
         spider.follow_feeds = config.follow_feeds
         spider.feed_max_entries = config.feed_max_entries
         spider.recrawl = config.recrawl
+        spider.documents = config.documents
+        document_score = config.document_link_score
+        spider.document_link_score = spider.model.even_odds_score if document_score is None else document_score
+        try:
+            spider.render_mode = effective_mode(config, crawler.settings, warn=True)
+        except RenderingError as exc:
+            raise NotConfigured(str(exc)) from None
         spider.to_export = ()
         crawler.signals.connect(spider._on_crawl_opened, signal=focus_signals.crawl_opened)
         logger.info("pages scoring %.2f or more are relevant items; the link learner counts %.2f or more "
@@ -226,11 +238,14 @@ class FocusedSpider(scrapy.Spider):
         page = self._page_for(response, came_by)
         links, hit = [], False  # hit: the page counts as found for the learner (FOCUS_REWARD_THRESHOLD)
         found_probability = None
-        content_type = page.content_type.split(";")[0].strip().lower()
-        if response.status == 200 and (content_type in HTML_TYPES or not content_type):
-            # parse_html reads the header's charset from content_type (and distrusts it when it lies)
-            parsed = parse_html(response.body, response.url, content_type=page.content_type)
+        parsed = self._read_body(response, page) if response.status == 200 else None
+        if parsed is not None:
             page.title, page.text, page.encoding = parsed.title, parsed.text, parsed.encoding
+            if self.render_mode != "never" and "document" not in page.extra:
+                render = self._judge_rendering(request, parsed)
+                if render is not None:
+                    yield render
+                    return
             header_noindex, header_nofollow = _x_robots_tag(response, self.settings.get("ROBOTSTXT_USER_AGENT"))
             noindex, nofollow = parsed.noindex or header_noindex, parsed.nofollow or header_nofollow
             # a page is judged by its words and by the link that led to it (FOCUS_LINK_EVIDENCE): the
@@ -266,6 +281,8 @@ class FocusedSpider(scrapy.Spider):
         if revisit is not None:
             page.extra["revisit"] = revisit
             self.crawler.stats.inc_value("focus/revisits/items")
+        if request.meta.get(RENDER):
+            page.extra["render"] = request.meta[RENDER]
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=response,
                                             page=page, links=links, hit=hit)
         if response.status == 200 and page.content_hash:
@@ -276,6 +293,9 @@ class FocusedSpider(scrapy.Spider):
         # good bet before the learner knows anything about the link's host and path.
         link_scores = self.model.score_links([(link.anchor, link.context, link.url) for link in links])
         for link, link_score in zip(links, link_scores):
+            if extension(link.url) in DOCUMENT_EXTENSIONS and not self._document_promising(link_score,
+                                                                                             found_probability):
+                continue  # a document, and nothing says it is worth its request
             outgoing = LinkMeta(anchor=link.anchor, context=link.context, parent_url=response.url,
                                 parent_score=found_probability, hops=hops, link_score=round(float(link_score), 4))
             yield scrapy.Request(link.url, callback=self.parse, errback=self.fetch_failed,
@@ -283,6 +303,64 @@ class FocusedSpider(scrapy.Spider):
         # The page after its links: once its item is through the pipelines the page is done for a
         # resumed crawl (JOBDIR), and by then the journal holds every link it led to.
         yield page
+
+    # --- bodies: HTML, and the documents read as pages ---------------------------------------------
+    def _read_body(self, response, page: PageItem) -> ParsedPage | None:
+        """The page's title, text and links, or None when its body is none that focuscrawl reads
+        (or a document that cannot be read: a logged skip, the page stored as unscored)."""
+        content_type = page.content_type.split(";")[0].strip().lower()
+        if content_type in HTML_TYPES or (not content_type and not self._document_url(response.url)):
+            # parse_html reads the header's charset from content_type (and distrusts it when it lies)
+            return parse_html(response.body, response.url, content_type=page.content_type)
+        if not self.documents or document_kind(content_type, response.url, response.body[:4096]) is None:
+            return None
+        try:
+            document = read_document(response.body, response.url, content_type,
+                                     max_bytes=self.settings.getint("DOWNLOAD_MAXSIZE") or len(response.body))
+        except DocumentError as exc:
+            logger.info("document %s skipped: %s", response.url, exc)
+            self.crawler.stats.inc_value(f"focus/documents/unreadable/{str(exc).split(':')[0].split()[0]}")
+            return None
+        self.crawler.stats.inc_value(f"focus/documents/{document.kind}")
+        pages = f", {document.pages} page{'s' if document.pages != 1 else ''}" if document.pages else ""
+        page.extra["document"] = f"{document.kind}{pages}{', cut short' if document.truncated else ''}"
+        return ParsedPage(title=document.title, text=" ".join(document.text.split()),
+                          links=[Link(url=url) for url in document.links], encoding="")
+
+    def _document_url(self, url: str) -> bool:
+        return self.documents and extension(url) in DOCUMENT_EXTENSIONS
+
+    def _document_promising(self, link_score: float, parent_probability: float | None) -> bool:
+        """A link to a document is worth its request (documents are big, and many are off topic)
+        when its own words say so, or it was found on a page that counts as found."""
+        if not self.documents:
+            return False
+        if link_score >= self.document_link_score or (parent_probability or 0.0) >= 0.5:
+            return True
+        self.crawler.stats.inc_value("focus/documents/links_skipped")
+        return False
+
+    # --- rendering (FOCUS_RENDER) -------------------------------------------------------------
+    def _judge_rendering(self, request, parsed) -> scrapy.Request | None:
+        """The render to ask for when a plain page's HTML is an application shell (auto mode),
+        else None; what the page showed goes to its host's record either way."""
+        words, links = _word_count(parsed.text), len(parsed.links)
+        host = host_key(page_url(request))
+        if is_render(request.meta):
+            plain = request.meta.get(RENDER_PLAIN)
+            if plain:
+                self.crawler.signals.send_catch_log(focus_signals.render_judged, request=request, host=host,
+                                                    shell=None, plain=tuple(plain), rendered=(words, links))
+            return None
+        reason = shell_reason(words, links, parsed.app) if self.render_mode == "auto" else None
+        self.crawler.signals.send_catch_log(focus_signals.render_judged, request=request, host=host,
+                                            shell=reason is not None)
+        if reason is None:
+            return None
+        self.crawler.stats.inc_value("focus/render/shells")
+        keep = {key: request.meta[key] for key in (DEPTH, LINK, REVISIT, REVISIT_HASH) if key in request.meta}
+        return scrapy.Request(_first_url(request), callback=self.parse, errback=self.fetch_failed, dont_filter=True,
+                              meta={**keep, RENDER: reason, RENDER_PLAIN: [words, links]})
 
     def fetch_failed(self, failure):
         """A request that produced no response (network error, refused by a middleware)."""
@@ -297,10 +375,13 @@ class FocusedSpider(scrapy.Spider):
                 self._visited(response, _kind(request), "")
             self.crawler.stats.inc_value("focus/revisits/failed")
             return None
-        page = PageItem(url=_first_url(request), final_url=request.url, status=0,
+        page = PageItem(url=_first_url(request), final_url=page_url(request), status=0,
                         fetched_at=_now(), depth=request.meta.get(DEPTH, 0),
                         referrer=LinkMeta.from_meta(request.meta).parent_url,
                         extra={"error": failure.getErrorMessage()[:300], **_explanation(request)})
+        if request.meta.get(RENDER):
+            page.extra["render"] = request.meta[RENDER]  # a render that failed: the page's failure, not the crawl's
+            self.crawler.stats.inc_value("focus/render/pages_failed")
         self.crawler.stats.inc_value("focus/pages/failed")
         self.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=None,
                                             page=page, links=[], hit=False)
@@ -366,9 +447,13 @@ def _header(response, name: bytes, limit: int = 256) -> str | None:
     return value.decode("latin-1")[:limit] if value else None
 
 
+def _word_count(text: str) -> int:
+    return text.count(" ") + 1 if text else 0
+
+
 def _first_url(request) -> str:
     chain = request.meta.get("redirect_urls")
-    return chain[0] if chain else request.url
+    return chain[0] if chain else page_url(request)
 
 
 def _now() -> str:

@@ -1,0 +1,106 @@
+"""A request made a render: the meta each backend reads.
+
+``playwright``: scrapy-playwright's keys (a browser context out of a bounded pool, the load wait,
+then a wait for the document to settle); ``splash``: scrapy-splash's ``meta["splash"]`` (its
+SplashMiddleware rewrites the request to ``SPLASH_URL``'s ``render.html`` in the downloader, after
+the crawl's scheduler has gated it as a request of the page's host).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+
+from focuscrawl.config import FocusConfig
+
+logger = logging.getLogger(__name__)
+
+#: After the load event: resolves once the document has not changed for `quiet` ms (a script
+#: building the page from data it fetched changes it as each part arrives), or at `cap` ms.
+SETTLE_JS = """([quiet, cap]) => new Promise(resolve => {
+  let timer = null;
+  const done = () => { observer.disconnect(); clearTimeout(timer); clearTimeout(limit); resolve(); };
+  const observer = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, quiet); });
+  observer.observe(document, {subtree: true, childList: true, characterData: true});
+  timer = setTimeout(done, quiet);
+  const limit = setTimeout(done, cap);
+})"""
+
+
+async def settle(page, quiet: float, cap: float) -> None:
+    """Wait until the page's network has been idle and its document quiet (both bounded by
+    ``cap`` seconds); a page that never settles is read as it is then."""
+    started = asyncio.get_running_loop().time()
+    try:
+        await page.wait_for_load_state("networkidle", timeout=cap * 1000)
+    except Exception as exc:  # Playwright's TimeoutError: a page that keeps polling
+        logger.debug("render: %s never went idle: %s", page.url, exc)
+    left = max(0.0, cap - (asyncio.get_running_loop().time() - started))
+    if left > 0 and quiet > 0:
+        try:
+            await page.evaluate(SETTLE_JS, [int(quiet * 1000), int(left * 1000)])
+        except Exception as exc:  # the page navigated away or closed
+            logger.debug("render: %s did not settle: %s", page.url, exc)
+
+
+class RenderMeta:
+    """The meta that sends a request to the configured backend."""
+
+    def __init__(self, config: FocusConfig):
+        self.backend = config.render_backend
+        self.timeout = config.render_timeout
+        self.settle = config.render_settle
+        self._contexts = itertools.cycle(range(config.render_contexts))
+
+    def apply(self, meta: dict, allows=None) -> None:
+        if self.backend == "splash":
+            meta["splash"] = {"endpoint": "render.html",
+                              "args": {"wait": self.settle, "timeout": self.timeout, "images": 0}}
+            return
+        from scrapy_playwright.page import PageMethod
+
+        from focuscrawl.rendering.browser import ALLOWS
+
+        # the load event within two thirds of the time, the settling within the rest
+        load = self.timeout * 2 / 3
+        meta.update({
+            "playwright": True,
+            "playwright_context": f"focus-render-{next(self._contexts)}",
+            "playwright_page_goto_kwargs": {"wait_until": "load", "timeout": load * 1000},
+            "playwright_page_methods": [PageMethod(settle, self.settle, self.timeout - load)],
+            ALLOWS: allows,
+            "download_timeout": self.timeout + 5,
+        })
+
+
+#: what a backend adds to a request's meta at its release (live objects among them): left out when
+#: a render in flight is checkpointed (JOBDIR); the resumed crawl makes it a render again
+BACKEND_KEYS = frozenset({
+    "playwright", "playwright_context", "playwright_page_goto_kwargs", "playwright_page_methods",
+    "playwright_page_init_callback", "playwright_include_page", "playwright_page", "focus_render_allows",
+    "splash", "_splash_processed", "download_timeout",
+})
+
+
+def storable(request):
+    """``request`` as a checkpoint keeps it: a render without its backend's live parts."""
+    if not is_render(request.meta):
+        return request
+    return request.replace(meta={key: value for key, value in request.meta.items() if key not in BACKEND_KEYS})
+
+
+def page_url(request) -> str:
+    """The URL of the page a request is for: a render through Splash is a call of SPLASH_URL that
+    names the page in its arguments."""
+    splash = request.meta.get("splash")
+    if isinstance(splash, dict):
+        url = (splash.get("args") or {}).get("url")
+        if url:
+            return url
+    return request.url
+
+
+def is_render(meta: dict) -> bool:
+    """The request goes (or went) to a backend."""
+    return bool(meta.get("playwright") or meta.get("splash"))
