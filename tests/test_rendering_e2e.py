@@ -17,6 +17,7 @@ import pytest
 
 from focuscrawl.demo.responses import response
 from focuscrawl.politeness.audit import audit_report, load_log
+from focuscrawl.rendering.browser import browser_pids
 from focuscrawl.replay import RecordedWeb, ReplayProxy
 
 from .conftest import run_scrapy
@@ -231,29 +232,6 @@ def test_every_request_the_browser_made_is_in_the_request_log(rendered_crawl):
     assert {"render_type", "render_other_host", "render_robots"} <= blocked
 
 
-def chromium_pids(root: int) -> list[int]:
-    """The Chromium processes among ``root``'s descendants."""
-    parents: dict[int, int] = {}
-    names: dict[int, str] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = open(f"/proc/{entry}/stat").read()
-            except OSError:
-                continue
-            names[int(entry)] = stat[stat.find("(") + 1:stat.rfind(")")]
-            parents[int(entry)] = int(stat[stat.rfind(")") + 2:].split()[1])
-
-    def descends(pid: int) -> bool:
-        while pid > 1:
-            pid = parents.get(pid, 0)
-            if pid == root:
-                return True
-        return False
-
-    return [pid for pid, name in names.items() if "chrom" in name.lower() and descends(pid)]
-
-
 @pytest.fixture(scope="module")
 def restarted_crawl(demo_model, tmp_path_factory):
     """Every page rendered; the browser killed once mid-crawl, and over its memory limit later."""
@@ -279,7 +257,7 @@ def restarted_crawl(demo_model, tmp_path_factory):
                 deadline = time.monotonic() + 60
                 while time.monotonic() < deadline and crawl.poll() is None:
                     if sum(1 for r in proxy.log if "/data/" in r.get("url", "")) >= 3:
-                        for pid in chromium_pids(crawl.pid):
+                        for pid in browser_pids(crawl.pid):
                             os.kill(pid, signal.SIGKILL)
                             killed.append(pid)
                         return

@@ -210,34 +210,38 @@ class RenderGuard:
                         resource=request.resource_type, blocked=blocked)
 
 
-def browser_memory_mb(root_pid: int | None = None) -> float:
-    """Memory of the browser processes among this process's descendants, in MB: their proportional
-    set size (a page shared by several processes counted once, in shares), or their resident size
-    where the kernel gives no PSS (Linux /proc; 0 elsewhere)."""
+def browser_pids(root_pid: int | None = None) -> list[int]:
+    """The Chromium processes among ``root_pid``'s descendants (this process's by default; Linux
+    /proc, empty elsewhere)."""
     root_pid = os.getpid() if root_pid is None else root_pid
     children: dict[int, list[int]] = {}
     names: dict[int, str] = {}
     try:
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
     except OSError:
-        return 0.0
+        return []
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat", "rb") as handle:
                 stat = handle.read().decode("latin-1")
         except OSError:
             continue
-        name = stat[stat.find("(") + 1:stat.rfind(")")]
-        ppid = int(stat[stat.rfind(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(pid)
-        names[pid] = name
-    total, stack = 0.0, list(children.get(root_pid, ()))
+        names[pid] = stat[stat.find("(") + 1:stat.rfind(")")]
+        children.setdefault(int(stat[stat.rfind(")") + 2:].split()[1]), []).append(pid)
+    found, stack = [], list(children.get(root_pid, ()))
     while stack:
         pid = stack.pop()
         stack.extend(children.get(pid, ()))
         if "chrom" in names.get(pid, "").lower():
-            total += _process_kb(pid)
-    return total / 1024
+            found.append(pid)
+    return found
+
+
+def browser_memory_mb(root_pid: int | None = None) -> float:
+    """Memory of the browser processes among ``root_pid``'s descendants, in MB: their proportional
+    set size (a page shared by several processes counted once, in shares), or their resident size
+    where the kernel gives no PSS."""
+    return sum(_process_kb(pid) for pid in browser_pids(root_pid)) / 1024
 
 
 def _process_kb(pid: int) -> float:
