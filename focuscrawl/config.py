@@ -349,6 +349,30 @@ class FocusConfig:
         "robots.txt answering 5xx); with JOBDIR the waiting URLs are kept for a resumed crawl.")
     checkpoint_seconds: float = setting(
         "FOCUS_CHECKPOINT_SECONDS", 30.0, _number(float), "JOBDIR checkpoint period.")
+    # --- the web console (focuscrawl/observe/console.py) ---------------------------------------
+    console_port: int = setting(
+        "FOCUS_CONSOLE_PORT", 0, _number(int, 0, 65535),
+        "Serve the web console on this port while the crawl runs (its URL, with a random token, is "
+        "logged at INFO): the harvest curve, hosts, the frontier's best URLs, the latest relevant "
+        "pages and the labelling queue. 0: no console.")
+    console_host: str = setting(
+        "FOCUS_CONSOLE_HOST", "127.0.0.1", _text,
+        "The address the console listens on; another than 127.0.0.1 shows the crawl (token "
+        "required still) to whoever reaches that address.")
+    # --- progress: the crawl's live figures (focuscrawl/observe/progress.py) ----------------------
+    progress_seconds: float = setting(
+        "FOCUS_PROGRESS_SECONDS", 5.0, _number(float),
+        "Show the crawl's progress every this many seconds: requests, pages, relevant pages found, "
+        "harvest overall and recent, frontier, hosts active/waiting/blocked, time left to the "
+        "budget; a live panel on a terminal, a log line otherwise; the figures also go to the stats "
+        "(focus/progress/*). 0: off.")
+    progress_panel: str = setting(
+        "FOCUS_PROGRESS_PANEL", "auto", _choice("auto", "always", "never"),
+        "How progress is shown: auto, a live panel when stderr is a terminal and a log line "
+        "otherwise; always, the panel (even when stderr is not a terminal); never, the log line.")
+    progress_window: int = setting(
+        "FOCUS_PROGRESS_WINDOW", 200, _number(int, 1),
+        "The recent requests the recent harvest and the time left to the budget are measured over.")
     # --- network safety (focuscrawl/safety) --------------------------------------------------
     allow_private_networks: bool = setting(
         "FOCUS_ALLOW_PRIVATE_NETWORKS", False, _bool,

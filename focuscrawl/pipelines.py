@@ -204,8 +204,10 @@ class StorePipeline:
         os.replace(partial, record)
 
     def _model(self) -> str | None:
+        """The model's path, absolute: ``scrapy train`` and ``scrapy label`` find it from anywhere."""
         spider = self.crawler.spider
-        return getattr(spider, "model_arg", None) or self.config.model
+        path = getattr(spider, "model_arg", None) or self.config.model
+        return os.path.abspath(path) if path else None
 
     def _settings(self) -> dict:
         """What sets this crawl apart: the spider, its seeds and the settings changed from their defaults."""

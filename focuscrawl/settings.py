@@ -75,8 +75,14 @@ DOWNLOADER_MIDDLEWARES = {
     "focuscrawl.network_guard.NetworkGuardMiddleware": 960,
 }
 
-# Resident memory that is what the crawl holds, not the high-water mark of its biggest page.
-EXTENSIONS = {"focuscrawl.memory.MemoryTrim": 0}
+# Resident memory that is what the crawl holds, not the high-water mark of its biggest page;
+# the web console (FOCUS_CONSOLE_PORT; off by default); the progress line or panel
+# (FOCUS_PROGRESS_SECONDS).
+EXTENSIONS = {
+    "focuscrawl.memory.MemoryTrim": 0,
+    "focuscrawl.observe.progress.Progress": 400,
+    "focuscrawl.observe.console.ConsoleExtension": 500,
+}
 
 # --- network safety: no fetch into private networks (focuscrawl/network_guard.py) -------------
 # A name is judged by the address it resolves to, which is then the address connected to.

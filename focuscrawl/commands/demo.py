@@ -25,6 +25,7 @@ from focuscrawl.urls import w3lib_canonical
 DEFAULT_DIR = "demo-run"
 DEFAULT_BUDGET = 150
 DEFAULT_DELAY = 0.2
+PROGRESS_SECONDS = 1  # the crawl step's progress line (FOCUS_PROGRESS_SECONDS)
 
 
 class Command(FocusCommand):
@@ -168,6 +169,8 @@ class DemoRun:
             "-O", str(self.feed), "-s", f"FOCUS_STORE={self.store}",
             "-s", f"FOCUS_CRAWL_LOG={self.request_log}", "-s", f"DOWNLOAD_DELAY={self.delay}",
             "-s", f"FOCUS_BUDGET={self.budget}",
+            # a short crawl: its progress line every second, in the output streamed below
+            "-s", f"FOCUS_PROGRESS_SECONDS={PROGRESS_SECONDS}",
         ), self.logs / "crawl.log", env=self.proxy.crawl_env(base=child_env()), out=self.out)
 
     # e. the harvest, from the crawl store

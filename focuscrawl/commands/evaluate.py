@@ -200,43 +200,27 @@ def _strategies_table(report: dict, head: str) -> str:
 
 
 def plot_curves(report: dict, path: str) -> None:
-    """Relevant pages found against requests made, one line per crawler, as a PNG."""
-    import matplotlib
+    """Relevant pages found against requests made, one line per crawler, as a PNG: a crawl solid
+    (the mean of its runs, each run faint behind it), the simulated baselines dashed
+    (focuscrawl/observe/plot.py, the drawing every harvest curve shares)."""
+    from focuscrawl.observe.plot import found_series, harvest_figure, write_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     if "strategies" in report:
-        runs = report.get("runs", {})
-        for i, name in enumerate(report["strategies"]):
-            color = f"C{i}"
-            for run in runs.get(name, []):
-                ax.plot(range(1, len(run["curve"]) + 1), run["curve"], color=color, alpha=0.25, linewidth=0.8)
-            curve = report["crawlers"][STRATEGY_KEY + name]["curve"]
-            title = name + (f" (mean of {len(runs[name])})" if name in runs else "")
-            ax.plot(range(1, len(curve) + 1), curve, color=color, label=title)
-        for j, name in enumerate(BASELINES):
-            curve = report["crawlers"][name]["curve"]
-            ax.plot(range(1, len(curve) + 1), curve, color=f"C{len(report['strategies']) + j}", linestyle="--",
-                    label=TITLES[name] + " (sim)")
-    for name in CRAWLERS if "strategies" not in report else ():
-        curve = report["crawlers"][name]["curve"]
-        title = TITLES[name]
-        if name == "focuscrawl" and "runs" in report:
-            title += f" (mean of {len(report['runs'])})"
-        ax.plot(range(1, len(curve) + 1), curve, label=title)
-    ax.axhline(report["reachable_relevant"], color="grey", linestyle=":", linewidth=1,
-               label="reachable relevant")
-    ax.set_xlabel("requests (404s and redirects included)")
-    ax.set_ylabel(f"relevant pages found ({', '.join(report['positive'])})")
-    ax.set_xlim(0, report["budget"])
-    ax.set_ylim(bottom=0)
-    ax.legend(loc="center right", fontsize="small")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+        names = [(STRATEGY_KEY + name, name, report.get("runs", {}).get(name)) for name in report["strategies"]]
+    else:
+        names = [("focuscrawl", TITLES["focuscrawl"], report.get("runs"))]
+    series = []
+    for colour, (key, title, runs) in enumerate(names):
+        series += [found_series(run["curve"], kind="run", colour=colour) for run in runs or ()]
+        if runs:
+            title += f" (mean of {len(runs)})"
+        series.append(found_series(report["crawlers"][key]["curve"], title, colour=colour))
+    for colour, name in enumerate(BASELINES, start=len(names)):
+        series.append(found_series(report["crawlers"][name]["curve"], TITLES[name] + " (sim)", "baseline", colour))
+    fig = harvest_figure(series, x_label="requests (404s and redirects included)",
+                         y_label=f"relevant pages found ({', '.join(report['positive'])})",
+                         x_max=report["budget"], ceiling=report["reachable_relevant"])
+    write_figure(fig, path)
 
 
 def crawl_command(seeds: str, model: str, budget: int, store: str, settings: list[str]) -> list[str]:

@@ -26,6 +26,7 @@ from focuscrawl.commandbase import CommandError, FocusCommand
 from focuscrawl.jobdir import JobDirError
 from focuscrawl.learning import link_context, link_features
 from focuscrawl.meta import DEPTH, LinkMeta, link_parent
+from focuscrawl.observe.explanation import format_why, waiting_explanation
 from focuscrawl.scheduling.persistence import Checkpoint, read_checkpoint
 from focuscrawl.store import CrawlStore, StoreError, resolve_store_path
 from focuscrawl.urls import canonicalize, host_key
@@ -217,19 +218,10 @@ class Command(FocusCommand):
                        strategy=None) -> dict:
         meta = request_dict.get("meta") or {}
         link = LinkMeta.from_meta(meta)
-        parent_canonical = link_parent(meta)
         in_flight = math.isinf(priority)  # the scheduler checkpoints requests in flight with priority inf
-        if strategy is not None:
-            score_now = strategy.priority(canonical)
-            score_now = None if score_now is None else round(float(score_now), 4)
-            why_now = [[name, value] for name, value in strategy.explain(canonical, meta)]
-        elif features is not None:
-            # the frontier keeps hashed vectors; explanations need names: rebuild them from the link
-            features = link_features(link_context(canonical, meta))
-            score_now = round(float(learner.score(features, canonical, parent_canonical)), 4)
-            why_now = [[name, value] for name, value in learner.explain(features, canonical, parent_canonical, top=top)]
-        else:
-            score_now, why_now = None, []
+        # the same explanation the crawl's live status gives for its best waiting URLs
+        explained = waiting_explanation(canonical, meta, learner, strategy, top=top, has_features=features is not None)
+        score_now, why_now = explained.priority, explained.why
         host = host or host_key(canonical)
         stats = learner.hosts.get(host) if isinstance(getattr(learner, "hosts", None), dict) else None
         mtime = datetime.fromtimestamp(os.path.getmtime(path), tz=UTC)
@@ -284,10 +276,6 @@ def _page_summary(page: dict, top: int) -> dict:
     return summary
 
 
-def _why(parts: list) -> str:
-    return ", ".join(f"{name} {value:+.4f}" for name, value in parts) if parts else "(not recorded)"
-
-
 def _format_page(asked: str, page: dict) -> str:
     score = "unscored" if page["score"] is None else f"{page['score']:.4f}"
     if page.get("page_score") is not None and page.get("link_score") is not None:
@@ -307,7 +295,7 @@ def _format_page(asked: str, page: dict) -> str:
     if page.get("revisit"):
         lines.append(f"  a revisit found it changed; revisited because: {page['revisit']}")
     else:
-        lines.append(f"  priority at dequeue {priority}; why: {_why(page['why'])}")
+        lines.append(f"  priority at dequeue {priority}; why: {format_why(page['why'])}")
     if page.get("render"):
         lines.append(f"  rendered in a browser (FOCUS_RENDER) because: {page['render']}")
     if page.get("document"):
@@ -328,7 +316,7 @@ def _format_entry(asked: str, entry: dict) -> str:
     else:
         lines.append(f"  priority stored {entry['priority_stored']:.4f}, now {now}; rank {entry['rank'] + 1} of "
                      f"{entry['frontier_size']} waiting ({entry['rank']} with a higher priority)")
-    lines.append(f"  why now ({entry['strategy']}): {_why(entry['why_now'])}")
+    lines.append(f"  why now ({entry['strategy']}): {format_why(entry['why_now'])}")
     stats = entry["host_stats"]
     host = (f"fetched {stats['fetched']}, relevant {stats['relevant']}, wasted {stats['wasted']}"
             if stats else "nothing fetched yet")

@@ -9,20 +9,24 @@ does.
 
 from __future__ import annotations
 
+import csv
 import math
 import os
+import sys
 from pathlib import Path
 
 from scrapy.utils.misc import load_object
 
 from focuscrawl.commandbase import CommandError, FocusCommand
 from focuscrawl.items import PageItem
-from focuscrawl.store import CrawlStore, StoreError, resolve_store_path
+from focuscrawl.store import LABEL_FIELDS, CrawlStore, StoreError, resolve_store_path
 from focuscrawl.urls import canonicalize
 
 #: With --all, these are added to the exported fields so relevant, irrelevant and duplicate rows
 #: can be told apart.
 ALL_EXTRA_FIELDS = ("status", "relevant", "duplicate_of", "duplicate_kind")
+#: the columns of ``--labels``: a label as the store keeps it, and the title of the page judged
+LABEL_COLUMNS = (*LABEL_FIELDS, "title")
 
 
 class Command(FocusCommand):
@@ -31,7 +35,8 @@ class Command(FocusCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "-o FILE [--store PATH] [--crawl ID] [--min-score S] [--all] | --crawls"
+        return ("-o FILE [--store PATH] [--crawl ID] [--min-score S] [--all] | --crawls | "
+                "--plot FILE.png [--plot-x requests|seconds] | --labels [-o FILE.tsv] [--crawl ID] [--label-history]")
 
     def short_desc(self) -> str:
         return "Write the relevant pages in the crawl store to a feed file (.jsonl, .json, .csv, .xml)"
@@ -42,7 +47,11 @@ class Command(FocusCommand):
             "the format its extension names (.jsonl/.jl JSON lines, .json, .csv, .xml), with the "
             "fields in FEED_EXPORT_FIELDS. A store may hold several crawls: the latest is exported "
             "unless --crawl names another; --crawls lists them. The store is found as the crawl "
-            "finds it: --store, else FOCUS_STORE, else JOBDIR/crawl.db, else ./crawl.db."
+            "finds it: --store, else FOCUS_STORE, else JOBDIR/crawl.db, else ./crawl.db. --plot "
+            "draws the crawl's harvest curve (relevant pages found against pages fetched, or "
+            "against time with --plot-x seconds) as PNG (or SVG, by the file's extension). --labels "
+            "writes the labels given with scrapy label as TSV (url, label, who, at, crawl, title), "
+            "which scrapy train --labels reads."
         )
 
     def add_options(self, parser) -> None:
@@ -57,17 +66,38 @@ class Command(FocusCommand):
         parser.add_argument(
             "--all", action="store_true", help="every stored page, irrelevant and duplicates included"
         )
+        parser.add_argument("--labels", action="store_true",
+                            help="write the labels given with scrapy label as TSV (to -o FILE.tsv, else to standard "
+                                 "output), each page's latest, of every crawl unless --crawl names one")
+        parser.add_argument("--label-history", action="store_true",
+                            help="with --labels, every judgement given, corrections included, oldest first")
+        parser.add_argument("--plot", metavar="FILE.png",
+                            help="draw the crawl's harvest curve (relevant pages found against pages fetched)")
+        parser.add_argument("--plot-x", metavar="AXIS", default="requests", choices=("requests", "seconds"),
+                            help="draw the curve against requests (pages fetched; the default) or seconds")
 
     def execute(self, args: list[str], opts) -> None:
         if args:
             raise CommandError(f"unexpected argument(s): {' '.join(args)} (the output file goes after -o)")
         stores = opts.store or [resolve_store_path(self.config())]
         path = stores[0]
+        if opts.labels or opts.label_history:
+            if len(stores) > 1 or opts.crawls or opts.all or opts.min_score is not None:
+                raise CommandError("--labels writes one store's labels: --crawls, --all, --min-score and a second "
+                                   "--store do not go with it")
+            self._export_labels(path, self._parse_crawl(opts.crawl), opts.output, opts.label_history)
+            return
         if opts.crawls:
             if len(stores) > 1:
                 raise CommandError("--crawls lists one store's crawls: give one --store")
             self._list_crawls(path)
             return
+        if opts.plot:
+            if len(stores) > 1:
+                raise CommandError("--plot draws one crawl: give one --store")
+            self._plot(path, self._parse_crawl(opts.crawl), opts.plot, opts.plot_x)
+            if not opts.output:
+                return
         if not opts.output:
             raise CommandError("no output file: use -o FILE (e.g. -o pages.jsonl)")
         output = opts.output
@@ -121,6 +151,30 @@ class Command(FocusCommand):
             raise CommandError(str(exc)) from None
         print(f"wrote {written} page{'s' if written != 1 else ''} of {len(stores)} stores ({', '.join(crawls)}) to {output}")
 
+    def _plot(self, path: str, wanted: int | None, output: str, x: str) -> None:
+        """The crawl's harvest curve from the store (its pages in fetch order) as a figure file."""
+        from focuscrawl.observe.plot import crawl_series, harvest_figure, store_curve, write_figure
+
+        self._check_exists(path)
+        try:
+            with CrawlStore(path, create=False) as store:
+                crawl = self._pick_crawl(store, wanted, path)
+                started = next((c["started_at"] for c in store.crawls() if c["id"] == crawl), None)
+                curve = store_curve(store.iter_pages(crawl=crawl), started)
+        except StoreError as exc:
+            raise CommandError(str(exc)) from None
+        if not curve:
+            raise CommandError(f"crawl {crawl} of {path} has no fetched page to draw")
+        fig = harvest_figure([crawl_series(curve, x, f"crawl {crawl}")], x,
+                             x_label="pages fetched" if x == "requests" else None)
+        try:
+            Path(output).parent.mkdir(parents=True, exist_ok=True)
+            write_figure(fig, output)
+        except OSError as exc:
+            raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
+        print(f"harvest curve of crawl {crawl} ({curve[-1]['relevant']} relevant in {curve[-1]['requests']} pages) "
+              f"drawn in {output}")
+
     @staticmethod
     def _check_exists(path: str) -> None:
         if not os.path.exists(path):
@@ -147,6 +201,46 @@ class Command(FocusCommand):
             raise CommandError(f"the crawl store {path} holds no crawl {wanted} "
                                f"(its crawls: {', '.join(map(str, known)) or 'none'})")
         return wanted
+
+    def _export_labels(self, path: str, wanted: int | None, output: str | None, history: bool) -> None:
+        """The labels people gave (``scrapy label``) as TSV with a header (LABEL_COLUMNS) for other
+        tools, and for ``scrapy train --labels``, which reads its url and label columns: each
+        URL's latest judgement, or every one with ``history``. A title is one line (its whitespace
+        collapsed), so no field spans lines; a field with a double quote is quoted as CSV does."""
+        self._check_exists(path)
+        try:
+            with CrawlStore(path, create=False) as store:
+                if wanted is not None:
+                    self._pick_crawl(store, wanted, path)
+                rows = []
+                for label in store.labels(crawl=wanted, history=history):
+                    page = store.get_page(label["url"], crawl=label["crawl"]) or {}
+                    rows.append({**label, "title": " ".join((page.get("title") or "").split())})
+        except StoreError as exc:
+            raise CommandError(str(exc)) from None
+
+        def write(handle) -> None:
+            writer = csv.DictWriter(handle, fieldnames=LABEL_COLUMNS, delimiter="\t", lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+
+        if not output:
+            write(sys.stdout)
+            return
+        target = Path(output)
+        partial = target.with_name(target.name + ".part")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(partial, "w", encoding="utf-8", newline="") as handle:
+                write(handle)
+            os.replace(partial, target)
+        except OSError as exc:
+            raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
+        finally:
+            if partial.exists():
+                partial.unlink()
+        of = f"crawl {wanted}" if wanted is not None else "every crawl"
+        print(f"wrote {len(rows)} label{'s' if len(rows) != 1 else ''} of {of} to {output}")
 
     def _list_crawls(self, path: str) -> None:
         self._check_exists(path)

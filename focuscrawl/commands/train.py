@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from focuscrawl.commandbase import CommandError, FocusCommand
+from focuscrawl.labelling.labels import OFF_TOPIC, ON_TOPIC
 
 
 class Command(FocusCommand):
@@ -13,7 +14,7 @@ class Command(FocusCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "EXAMPLES... --positive LABEL[,LABEL] -o models/NAME.joblib [options]"
+        return "EXAMPLES... [--positive LABEL[,LABEL]] [--base MODEL] -o models/NAME.joblib [options]"
 
     def short_desc(self) -> str:
         return "Train the topic model that scores pages, from labelled examples"
@@ -27,14 +28,24 @@ class Command(FocusCommand):
             "trains a link model: which anchors and URLs lead to on-topic pages, learned from every "
             "link whose target is labelled or dead (a WARC: never recorded; a crawl store: fetched "
             "with an error or no response; a target the crawl never fetched is skipped), so "
-            "retraining from a crawl store keeps a link model (--no-link-model to skip it)."
+            "retraining from a crawl store keeps a link model (--no-link-model to skip it). "
+            "A crawl store's own labels (given with `scrapy label` or the console: on-topic, off-topic) "
+            "are read without --labels. Retraining: `scrapy train CRAWL.db -o NEW` takes the model the "
+            "crawl used (or --base MODEL), reads again the examples it was trained on (a model records "
+            "where they came from) and adds the labelled pages: on-topic counts as the model's positive "
+            "labels, off-topic as negative."
         )
 
     def add_options(self, parser) -> None:
         super().add_options(parser)
         group = parser.add_argument_group(title="Training")
         group.add_argument("--positive", metavar="LABEL[,LABEL]",
-                           help="label(s) that are on topic; every other label is off topic")
+                           help="label(s) that are on topic; every other label is off topic (default with --base, "
+                                "or retraining the model a crawl used, that model's positive labels)")
+        group.add_argument("--base", metavar="MODEL",
+                           help="retrain MODEL: its own training examples (read again from where they were) "
+                                "plus EXAMPLES; by default the model a crawl store's crawl used, when no "
+                                "--positive is given")
         group.add_argument("-o", "--output", metavar="FILE",
                            help="where to write the model, e.g. models/course.joblib")
         group.add_argument("--labels", metavar="FILE.tsv",
@@ -52,27 +63,45 @@ class Command(FocusCommand):
     def execute(self, args: list[str], opts) -> None:
         if not args:
             raise CommandError(f"no examples given: scrapy train {self.syntax()}")
-        if not opts.positive:
-            raise CommandError("no positive label: add --positive LABEL[,LABEL]")
         if not opts.output:
             raise CommandError("no output path: add -o models/NAME.joblib")
-        positive = [p.strip() for p in opts.positive.split(",") if p.strip()]
-        if not positive:
+        positive = [p.strip() for p in (opts.positive or "").split(",") if p.strip()]
+        if opts.positive is not None and not positive:
             raise CommandError("no positive label: add --positive LABEL[,LABEL]")
         folds = _folds(opts.cv_folds)
         # Imported here: Scrapy loads every command module at start-up, and scikit-learn is slow
         # to import; other commands should not pay for it.
-        from focuscrawl.relevance import ExamplesError, TrainingError, load_examples, train_topic_model
+        from focuscrawl.relevance import ExamplesError, ModelError, TopicModel, TrainingError, load_examples, train_topic_model
+        from focuscrawl.relevance.examples import examples_from_sources, merge_examples
 
         output = Path(opts.output)
         if output.is_dir():
             raise CommandError(f"-o {output} is a folder; give a file name such as {output}/model.joblib")
 
+        base_path = opts.base or (None if positive else _crawl_model(args))
+        try:
+            base = TopicModel.load(base_path) if base_path else None
+        except ModelError as exc:
+            raise CommandError(str(exc)) from None
+        if base is not None:
+            if not base.metadata.get("sources"):
+                raise CommandError(f"{base_path} does not record the examples it was trained on (trained by an "
+                                   "older focuscrawl): give them as inputs, with --positive")
+            positive = positive or [p for p in base.positive_labels if p != ON_TOPIC] or [ON_TOPIC]
+            print(f"retraining {base_path}: its examples, read again, and {len(args)} input(s)")
         try:
             examples = load_examples(
                 args, labels_path=opts.labels,
                 include_host=opts.include_host, exclude_host=opts.exclude_host, links=not opts.no_link_model,
             )
+            if base is not None:
+                examples = merge_examples(examples_from_sources(base.metadata["sources"],
+                                                                links=not opts.no_link_model), examples)
+            elif not positive:
+                if {e.label for e in examples} <= {ON_TOPIC, OFF_TOPIC}:
+                    positive = [ON_TOPIC]  # a store labelled only by people
+                else:
+                    raise CommandError("no positive label: add --positive LABEL[,LABEL] (or --base MODEL)")
             model, report = train_topic_model(examples, positive, cv_folds=folds)
         except (ExamplesError, TrainingError) as exc:
             raise CommandError(str(exc)) from None
@@ -134,6 +163,26 @@ def _print_link_report(links: dict | None, examples, asked: bool = True) -> None
                  f"{parts['on_topic']} of {parts['links']} on topic, elsewhere {others['on_topic']} of {others['links']}")
         weight = "none (too few links)" if prior["weight"] is None else f"{prior['weight']:+.3f}"
         print(f"  a found page's parts: the learner starts at {weight} ({found})")
+
+
+def _crawl_model(paths: list[str]) -> str | None:
+    """The model the newest crawl of the first crawl store among ``paths`` used, if its file is
+    there: what ``scrapy train CRAWL.db -o NEW`` retrains."""
+    from focuscrawl.store import CrawlStore, StoreError
+
+    for path in paths:
+        try:
+            with open(path, "rb") as fh:
+                if not fh.read(16).startswith(b"SQLite format 3\x00"):
+                    continue
+            with CrawlStore(path, create=False) as store:
+                models = [c["model"] for c in store.crawls() if c.get("model")]
+        except (OSError, StoreError):
+            continue
+        for model in reversed(models):
+            if Path(model).is_file():
+                return model
+    return None
 
 
 def _folds(value: str) -> int:

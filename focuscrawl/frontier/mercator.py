@@ -134,6 +134,11 @@ class Frontier:
         h = self._hosts.get(host)
         return h.q.size() if h else 0
 
+    def host_views(self) -> dict[str, tuple[float, HostQueue]]:
+        """host -> (the time it may next be contacted, its queue), for observers that must not
+        change the frontier (the crawl's live status); a fresh dict, built in O(hosts)."""
+        return {name: (slot.ready_at, slot.q) for name, slot in self._hosts.items()}
+
     def queues(self) -> Iterator[tuple[str, HostQueue]]:
         """Each host's queue, to look at (tests, benchmarks): changing one breaks the heaps."""
         for name, h in self._hosts.items():

@@ -7,7 +7,10 @@ Formats, told apart by content (not only by name):
 - JSON lines: one ``{"url"?, "html" | "text", "label", "title"?}`` per line (a line without a
   label takes it from the labels TSV by URL, when given).
 - A folder with one sub-folder per label holding ``.html``/``.htm``/``.txt`` files.
-- A focuscrawl crawl store (SQLite), labels from the TSV matched on url or final_url.
+- A focuscrawl crawl store (SQLite), labels from the TSV matched on url or final_url, and the
+  labels people gave its pages (``scrapy label``, the console): ``on-topic`` / ``off-topic``,
+  which training counts as the positive and a negative class (a TSV's label wins for a URL both
+  name).
 
 Unlabelled and unreadable pages are skipped and counted (``ExampleList.skipped``), so a caller
 can say what was left out; inputs that cannot give any example raise ExamplesError.
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
+from focuscrawl.labelling.labels import SKIP
 from focuscrawl.parsing import decode_body, parse_html
 from focuscrawl.relevance.links import LINK_OUTCOMES, LinkedWeb, LinkExample
 from focuscrawl.tsv import TsvError, read_pairs
@@ -66,6 +70,9 @@ class ExampleList(list):
         self.links: list[LinkExample] = []
         self.link_sources: dict[str, dict] = {}
         self.link_notes: list[str] = []
+        #: where the examples came from, so a model can be retrained from them: one group per
+        #: ``load_examples`` call, {"paths", "labels", "include_host", "exclude_host"} (absolute paths)
+        self.sources: list[dict] = []
 
 
 def load_examples(
@@ -83,7 +90,13 @@ def load_examples(
     include = _regex(include_host, "include-host")
     exclude = _regex(exclude_host, "exclude-host")
     labels = read_labels(labels_path) if labels_path else None
+    given = _store_labels(map(Path, paths))
+    if given:  # people's labels in crawl stores; a TSV's label wins for a URL both name
+        labels = Labels({**given, **(labels.exact if labels is not None else {})})
     out = ExampleList()
+    out.sources.append({"paths": [str(Path(p).resolve()) for p in paths],
+                        "labels": str(Path(labels_path).resolve()) if labels_path else None,
+                        "include_host": include_host or None, "exclude_host": exclude_host or None})
     web = LinkedWeb() if links else None
     seen: set[str] = set()
 
@@ -110,6 +123,76 @@ def load_examples(
                 out.link_notes.append(f"{source}: none of its {sum(tally.values())} links leads to a labelled "
                                       "page or a dead URL")
     return out
+
+
+def merge_examples(*lists: ExampleList) -> ExampleList:
+    """Several ExampleLists as one: a URL in a later list replaces the earlier example (a person's
+    later judgement wins), links, their tallies and the sources are kept from all."""
+    out = ExampleList()
+    index: dict[str, int] = {}
+    for examples in lists:
+        for example in examples:
+            at = index.get(example.url) if example.url else None
+            if at is None:
+                if example.url:
+                    index[example.url] = len(out)
+                out.append(example)
+            else:
+                out[at] = example
+                out.skipped["relabelled"] += 1
+        out.skipped.update(examples.skipped)
+        out.links.extend(examples.links)
+        out.link_sources.update(examples.link_sources)
+        out.link_notes.extend(examples.link_notes)
+        out.sources.extend(examples.sources)
+    return out
+
+
+def examples_from_sources(sources: list[dict], links: bool = True) -> ExampleList:
+    """The examples a model was trained on, read again from where it recorded them
+    (``model.metadata["sources"]``); a source that is gone is an ExamplesError naming it."""
+    lists = []
+    for group in sources or []:
+        paths = [p for p in group.get("paths") or [] if p]
+        missing = [p for p in paths + [group.get("labels")] if p and not Path(p).exists()]
+        if missing:
+            raise ExamplesError(f"the model's training examples are gone: {missing[0]} (give the examples "
+                                "as inputs with --positive instead of retraining the model)")
+        lists.append(load_examples(paths, labels_path=group.get("labels"), include_host=group.get("include_host"),
+                                   exclude_host=group.get("exclude_host"), links=links))
+    return merge_examples(*lists)
+
+
+def _store_labels(paths) -> dict[str, str]:
+    """url -> on-topic/off-topic from the labels table of every crawl store among ``paths``
+    (a skip is no evidence); both the requested and the final URL of a labelled page."""
+    from focuscrawl.labelling.labels import TRAINING_LABELS
+    from focuscrawl.store import CrawlStore, StoreError
+
+    labels: dict[str, str] = {}
+    for path in paths:
+        try:
+            if not path.is_file():
+                continue
+            with path.open("rb") as fh:
+                if not fh.read(16).startswith(SQLITE_MAGIC):
+                    continue
+            store = CrawlStore(str(path), create=False)
+        except (OSError, StoreError):
+            continue  # reading it as examples says what is wrong with it
+        try:
+            for row in store.labels():
+                if row["label"] not in TRAINING_LABELS:
+                    continue
+                labels[row["url"]] = row["label"]
+                page = store.get_page(row["url"], crawl=row["crawl"])
+                if page and page.get("final_url"):
+                    labels[page["final_url"]] = row["label"]
+        except StoreError:
+            pass
+        finally:
+            store.close()
+    return labels
 
 
 def _regex(pattern: str | None, name: str):
@@ -146,9 +229,11 @@ class Labels:
 
 
 def read_labels(path) -> Labels:
-    """A labels TSV: header row with ``url`` and ``label`` columns; other columns ignored."""
+    """A labels TSV: header row with ``url`` and ``label`` columns; other columns ignored. A
+    ``skip`` (a page a person passed over, as ``scrapy export --labels`` writes it) is no label."""
     try:
-        return Labels(dict(read_pairs(path, "url", "label", require_header=True)))
+        return Labels({url: label for url, label in read_pairs(path, "url", "label", require_header=True)
+                       if label != SKIP})
     except FileNotFoundError:
         raise ExamplesError(f"labels file not found: {path}") from None
     except TsvError as exc:
@@ -182,8 +267,9 @@ def _read_any(path: Path, labels, labels_path, skipped: Counter, web: LinkedWeb 
 
 def _need_labels(labels, path: Path, what: str):
     if labels is None:
+        more = " or label its pages with `scrapy label`" if what == "a crawl store" else ""
         raise ExamplesError(
-            f"{path} is {what}: give its labels with --labels FILE.tsv (columns url, label)"
+            f"{path} is {what}: give its labels with --labels FILE.tsv (columns url, label){more}"
         )
     return labels
 
@@ -357,8 +443,9 @@ def _read_store(path: Path, labels: Labels, labels_path, skipped: Counter, web: 
     except Exception as exc:  # sqlite3.DatabaseError and friends: a damaged store
         raise ExamplesError(f"cannot read crawl store {path}: {_first_line(exc)}") from None
     if not examples:
+        where = f"in {labels_path} or " if labels_path else ""
         raise ExamplesError(
-            f"no page in crawl store {path} has a label in {labels_path} ({pages} pages)"
+            f"no page in crawl store {path} has a label {where}given with `scrapy label` ({pages} pages)"
         )
     return examples
 

@@ -32,6 +32,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import Pipeline
 
 import focuscrawl
+from focuscrawl.labelling.labels import ON_TOPIC
 from focuscrawl.learning.features import PART_OF_HIT
 from focuscrawl.relevance.linear import LinearScorer
 from focuscrawl.relevance.links import train_link_model
@@ -258,7 +259,8 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
     ``link_model`` is true, a link model is trained too; ``report["links"]`` says how it went.
 
     The report (also stored as ``model.metadata``) holds examples per class, positive and
-    negative counts, and ``cv``: pooled out-of-fold precision/recall/F1 with the number of
+    negative counts, ``sources`` (where the examples were read: ``ExampleList.sources``, so the
+    model can be retrained from them with more labels), and ``cv``: pooled out-of-fold precision/recall/F1 with the number of
     folds (fewer than asked when a class is small), or None when a class has one example.
     """
     if isinstance(positive_labels, str):
@@ -267,14 +269,18 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
     if not positive:
         raise TrainingError("no positive label given")
     links = getattr(examples, "links", None) or []
+    sources = list(getattr(examples, "sources", None) or [])
     examples = list(examples)
     if not examples:
         raise TrainingError("no training examples")
     per_class = dict(sorted(Counter(e.label for e in examples).items()))
     for label in positive:
-        if label not in per_class:
+        if label not in per_class and label != ON_TOPIC:
             present = ", ".join(per_class)
             raise TrainingError(f"unknown label {label!r}; labels present: {present}")
+    # a person's "on-topic" (scrapy label, the console) is a positive example whatever the topic's name
+    if ON_TOPIC in per_class and ON_TOPIC not in positive:
+        positive.append(ON_TOPIC)
     y = np.array([e.label in positive for e in examples], dtype=int)
     n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
     if n_neg == 0:
@@ -307,6 +313,7 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
         "n_negative": n_neg,
         "cv": cv,
         "links": link_report,
+        "sources": sources,
         "versions": {
             "sklearn": sklearn.__version__,
             "numpy": np.__version__,

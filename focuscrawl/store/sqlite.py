@@ -44,6 +44,7 @@ from typing import Any
 
 from focuscrawl.config import FocusConfig
 from focuscrawl.items import PageItem
+from focuscrawl.labelling.labels import LabelError, check_label, clean_who
 from focuscrawl.urls import w3lib_canonical
 
 logger = logging.getLogger(__name__)
@@ -77,6 +78,11 @@ _COLUMNS = {f.name: _column_type(f.type) for f in _STORED}
 _LINKS_SCHEMA = "CREATE TABLE links (page INTEGER PRIMARY KEY, n INTEGER NOT NULL, data BLOB NOT NULL)"
 _CRAWLS_SCHEMA = ("CREATE TABLE crawls (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL, "
                   "resumed_at TEXT, ended_at TEXT, end_reason TEXT, model TEXT, settings TEXT, jobdir TEXT)")
+#: a person's judgement of a page: every judgement is kept (who, when); a URL's label is its latest.
+#: url: the page's requested URL; crawl: the crawl whose page was judged (None: given by URL alone)
+_LABELS_SCHEMA = ("CREATE TABLE IF NOT EXISTS labels (id INTEGER PRIMARY KEY AUTOINCREMENT, url TEXT NOT NULL, "
+                  "crawl INTEGER, label TEXT NOT NULL, who TEXT NOT NULL DEFAULT '', at TEXT NOT NULL)")
+LABEL_FIELDS = ("url", "label", "who", "at", "crawl")
 #: the columns a crawl is described by (``crawls()``)
 CRAWL_FIELDS = ("id", "started_at", "resumed_at", "ended_at", "end_reason", "model", "settings", "jobdir")
 
@@ -178,6 +184,7 @@ class CrawlStore:
         self._pending = 0
         self._conn: sqlite3.Connection | None = None
         self._links_table = False
+        self._labels_table = False
         self.crawl_id: int | None = None  # the crawl pages are written into
         if os.path.isdir(self.path):
             raise StoreError(f"{self.path} is a directory, not a crawl store file")
@@ -206,6 +213,7 @@ class CrawlStore:
                 if version < 2:
                     self._upgrade_to_crawls()
             self._links_table = "links" in tables
+            self._labels_table = "labels" in tables
         except sqlite3.DatabaseError as exc:
             self._abandon()
             raise StoreError(f"{self.path} is not a usable focuscrawl crawl store ({exc})") from exc
@@ -453,6 +461,88 @@ class CrawlStore:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    # --- labels -------------------------------------------------------------------------------
+
+    def add_label(self, url: str, label: str, *, who: str | None = "", crawl: int | None = None) -> dict[str, Any]:
+        """Record a person's judgement of the stored page requested (or finally fetched) as ``url``:
+        ``label`` is one of focuscrawl.labelling.LABELS. Committed at once (a label is a person's
+        work). Returns the label as ``labels()`` gives it. A page the store does not hold (in
+        ``crawl``, when given) is a LabelError."""
+        value = check_label(label)
+        page = self._page_row(url, crawl)
+        if page is None:
+            where = f" in crawl {crawl}" if crawl is not None else ""
+            raise LabelError(f"the crawl store {self.path} holds no page {url!r}{where}")
+        page_url, page_crawl = page
+        row = {"url": page_url, "label": value, "who": clean_who(who), "at": _now(), "crawl": page_crawl}
+        with self._failing("write to"):
+            with self._db:
+                if not self._labels_table:
+                    self._db.execute(_LABELS_SCHEMA)
+                    self._labels_table = True
+                self._db.execute("INSERT INTO labels (url, label, who, at, crawl) VALUES (?, ?, ?, ?, ?)",
+                                 (row["url"], row["label"], row["who"], row["at"], row["crawl"]))
+        self._pending = 0  # ``with self._db`` committed the pages pending too
+        return row
+
+    def _page_row(self, url: str, crawl: int | None) -> tuple[str, int] | None:
+        """(requested url, crawl) of the latest stored fetch of ``url`` (requested or final)."""
+        where = "(url = ? OR final_url = ?)" + (" AND crawl = ?" if crawl is not None else "")
+        params = (url, url) + ((int(crawl),) if crawl is not None else ())
+        with self._failing("read"):
+            return self._db.execute(f"SELECT url, crawl FROM pages WHERE {where} ORDER BY id DESC LIMIT 1",
+                                    params).fetchone()
+
+    def _has_labels(self) -> bool:
+        """Whether the labels table exists: another process (``scrapy label`` beside a running
+        crawl) may have created it since this store was opened."""
+        if not self._labels_table:
+            with self._failing("read"):
+                self._labels_table = self._db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'labels'").fetchone() is not None
+        return self._labels_table
+
+    def labels(self, crawl: int | None = None, *, history: bool = False) -> list[dict[str, Any]]:
+        """The labels given to the pages of ``crawl`` (None: of every crawl), oldest first, each a
+        dict of LABEL_FIELDS: each URL's latest judgement, or every judgement with ``history``.
+        None in a store no label was ever given in."""
+        if not self._has_labels():
+            return []
+        where, params = ("WHERE crawl = ?", [int(crawl)]) if crawl is not None else ("", [])
+        if history:
+            sql = f"SELECT {', '.join(LABEL_FIELDS)} FROM labels {where} ORDER BY id"
+        else:
+            sql = (f"SELECT {', '.join(LABEL_FIELDS)} FROM labels WHERE id IN "
+                   f"(SELECT MAX(id) FROM labels {where} GROUP BY url) ORDER BY id")
+        with self._failing("read"):
+            return [dict(zip(LABEL_FIELDS, row)) for row in self._db.execute(sql, params)]
+
+    def remove_label(self, given: Mapping[str, Any]) -> bool:
+        """Take back a label ``add_label`` returned (``given``), if it is still its page's latest
+        judgement: the undo of a key pressed by mistake. The page is left as it was before, with
+        its earlier label or none (back in the labelling queue), and no reader has to know about
+        withdrawn labels. A key pressed by mistake is not a judgement, so its row goes; a change
+        of mind is a new label, and history keeps both. False, and nothing removed, when the page
+        has been judged again since: that later judgement stands."""
+        if not self._has_labels():
+            return False
+        with self._failing("write to"):
+            with self._db:
+                removed = self._db.execute(
+                    "DELETE FROM labels WHERE id = (SELECT MAX(id) FROM labels WHERE url = ?) "
+                    "AND label = ? AND who = ? AND at = ? AND crawl IS ?",
+                    (given["url"], given["label"], given["who"], given["at"], given["crawl"])).rowcount
+        self._pending = 0  # ``with self._db`` committed the pages pending too
+        return removed == 1
+
+    def label_of(self, url: str) -> str | None:
+        """The latest label of the page requested as ``url``, or None."""
+        if not self._has_labels():
+            return None
+        with self._failing("read"):
+            row = self._db.execute("SELECT label FROM labels WHERE url = ? ORDER BY id DESC LIMIT 1", (url,)).fetchone()
+        return None if row is None else row[0]
+
     # --- reading ------------------------------------------------------------------------------
 
     @staticmethod
@@ -490,6 +580,19 @@ class CrawlStore:
             while rows := cursor.fetchmany(500):
                 for row in rows:
                     yield self._decode(row)
+
+    def pages_after(self, after_id: int = 0, crawl: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(row id, page)`` of the pages stored after row ``after_id``, in fetch order, each page
+        with its ``crawl``: what a reader that keeps up with a running crawl (the labelling queue)
+        reads on each call. A re-fetch gets a new id, so it comes again."""
+        where, params = ("id > ? AND crawl = ?", [int(after_id), int(crawl)]) if crawl is not None \
+            else ("id > ?", [int(after_id)])
+        with self._failing("read"):
+            cursor = self._db.execute(f"SELECT id, crawl, {', '.join(FIELDS)} FROM pages WHERE {where} ORDER BY id",
+                                      params)
+            while rows := cursor.fetchmany(500):
+                for row in rows:
+                    yield row[0], {**self._decode(row[2:]), "crawl": row[1]}
 
     def count(self, min_score: float | None = None, relevant_only: bool = False, unique_only: bool = False,
               crawl: int | None = None, exported: bool | None = None) -> int:
@@ -551,5 +654,5 @@ class CrawlStore:
             return dict(self._db.execute("SELECT key, value FROM meta"))
 
 
-__all__ = ["CRAWL_FIELDS", "FIELDS", "MAX_LINKS_PER_PAGE", "SCHEMA_VERSION", "CrawlStore", "StoreError",
+__all__ = ["CRAWL_FIELDS", "FIELDS", "LABEL_FIELDS", "MAX_LINKS_PER_PAGE", "SCHEMA_VERSION", "CrawlStore", "StoreError",
            "resolve_store_path"]
