@@ -54,6 +54,8 @@ def main(argv=None) -> int:
     parser.add_argument("--positives", type=int, default=20, help="on-topic example pages to start from")
     parser.add_argument("--negatives", type=int, default=80, help="off-topic example pages to start from")
     parser.add_argument("--budget", type=int, default=1000)
+    parser.add_argument("--train-option", action="append", default=[], metavar="OPTION",
+                        help="an option for the retraining `scrapy train` (e.g. --train-option=--no-link-model)")
     parser.add_argument("--random-draws", type=int, default=5,
                         help="random choices of labels per run whose retrained models' F1 is averaged")
     parser.add_argument("--workdir", type=Path, default=Path("labelling-runs"))
@@ -119,7 +121,8 @@ def one_run(args, target, run, misc, departments, truth, warc, labels_tsv, seeds
         store_path = folder / f"{how}.db"
         shutil.copy(crawl, store_path)
         chosen[how] = label(store_path, TopicModel.load(base), how, truth, target, args.labels_per_run, rng)
-        scrapy(["train", str(store_path), "-o", str(folder / f"{how}.joblib")], folder / f"train-{how}.log")
+        scrapy(["train", str(store_path), "-o", str(folder / f"{how}.joblib"), *args.train_option],
+               folder / f"train-{how}.log")
     judged = {url for picks in chosen.values() for url, _ in picks}
     test = [e for e in departments if e.url not in judged]
     result = {"target": target, "run": run, "crawl1": first, "test_pages": len(test),

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from focuscrawl.labelling import LabelError
-from focuscrawl.observe.console import Answer, Console, curve_version, host_ok, thin, token_ok
+from focuscrawl.observe.console import MIN_REDRAW_SECONDS, Answer, Console, curve_version, host_ok, thin, token_ok
 from focuscrawl.observe.console_sources import FrontierView, LabelDesk, StoreSource
 from focuscrawl.observe.plot import crawl_series, figure_bytes, harvest_figure, store_curve
 from focuscrawl.replay import RecordedWeb, ReplayProxy
@@ -220,10 +220,18 @@ def test_the_page_and_its_answers(console):
     assert json.loads(ask(console, "GET", "/api/queue").body)["available"] is False  # no model: no queue
 
 
-def test_the_curve_is_drawn_again_only_when_it_changed(console):
+def test_the_curve_is_drawn_again_only_when_it_changed_and_not_too_often(console):
+    now = [1000.0]
+    console.clock = lambda: now[0]
     first = ask(console, "GET", "/api/curve.svg").body
     assert ask(console, "GET", "/api/curve.svg").body is first
+    version = json.loads(ask(console, "GET", "/api/state").body)["curve_version"]
     console.source.points.append({"requests": 2, "seconds": 1.0, "relevant": 2})
+    # drawn a moment ago: the page is not told of the new curve yet, and gets the same drawing
+    assert json.loads(ask(console, "GET", "/api/state").body)["curve_version"] == version
+    assert ask(console, "GET", "/api/curve.svg").body is first
+    now[0] += MIN_REDRAW_SECONDS + 60  # far more than DRAW_SHARE asks after a drawing's fraction of a second
+    assert json.loads(ask(console, "GET", "/api/state").body)["curve_version"] != version
     assert ask(console, "GET", "/api/curve.svg").body != first
 
 
@@ -451,7 +459,8 @@ def test_the_page_shows_the_crawl_and_its_curve_growing(live_crawl, browser):
         svg = text_of(page, src)
         # a few seconds later, the crawl has found more, the page asks for a new drawing, and it differs
         until(lambda: relevant_found(page) > relevant, what="the relevant count")
-        until(lambda: page.get_attribute("#curve-requests", "src") != src, 10, "the curve's address")
+        # drawn again once DRAW_SHARE allows: every few seconds
+        until(lambda: page.get_attribute("#curve-requests", "src") != src, 30, "the curve's address")
         until(lambda: text_of(page, page.get_attribute("#curve-requests", "src")) != svg, 10, "the drawing")
         until(lambda: drawn(page, "seconds"), 10, "the curve against time")
         assert page.locator("#hosts tbody tr").count() > 1

@@ -185,7 +185,9 @@ def test_scrapy_train_retrains_the_crawls_model_with_the_labels_given(tmp_path, 
                     tmp_path)
     assert result.returncode == 0, result.stderr
     assert f"retraining {model}" in result.stdout
+    assert "has none: the crawl learns its links' words as it goes" in result.stdout  # none before, none after
     new = TopicModel.load(tmp_path / "new.joblib")
+    assert new.link_pipeline is None
     per_class = new.metadata["examples_per_class"]
     assert per_class == {"astro": 10, "baking": 10, "on-topic": 4, "off-topic": 3}
     assert set(new.positive_labels) == {"astro", "on-topic"}

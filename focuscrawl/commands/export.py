@@ -13,6 +13,7 @@ import csv
 import math
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from scrapy.utils.misc import load_object
@@ -227,18 +228,8 @@ class Command(FocusCommand):
         if not output:
             write(sys.stdout)
             return
-        target = Path(output)
-        partial = target.with_name(target.name + ".part")
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(partial, "w", encoding="utf-8", newline="") as handle:
-                write(handle)
-            os.replace(partial, target)
-        except OSError as exc:
-            raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
-        finally:
-            if partial.exists():
-                partial.unlink()
+        with _written_in_place(output, "w", encoding="utf-8", newline="") as handle:
+            write(handle)
         of = f"crawl {wanted}" if wanted is not None else "every crawl"
         print(f"wrote {len(rows)} label{'s' if len(rows) != 1 else ''} of {of} to {output}")
 
@@ -290,30 +281,38 @@ class Command(FocusCommand):
     def _write(self, output: str, exporter_cls, fields, pages) -> int:
         """Export into a temporary file beside ``output`` and move it into place, so a failed
         export never leaves a truncated file where a good one was."""
-        target = Path(output)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise CommandError(f"cannot create the directory for {output}: {exc.strerror or exc}") from None
-        partial = target.with_name(target.name + ".part")
         written = 0
-        try:
-            with open(partial, "wb") as fh:
-                exporter = exporter_cls(
-                    fh,
-                    fields_to_export=fields,
-                    encoding=self.settings.get("FEED_EXPORT_ENCODING") or "utf-8",
-                    indent=self.settings.getint("FEED_EXPORT_INDENT", 0),
-                )
-                exporter.start_exporting()
-                for page in pages:
-                    exporter.export_item(page)
-                    written += 1
-                exporter.finish_exporting()
-            os.replace(partial, target)
-        except OSError as exc:
-            raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
-        finally:
-            if partial.exists():
-                partial.unlink()
+        with _written_in_place(output, "wb") as fh:
+            exporter = exporter_cls(
+                fh,
+                fields_to_export=fields,
+                encoding=self.settings.get("FEED_EXPORT_ENCODING") or "utf-8",
+                indent=self.settings.getint("FEED_EXPORT_INDENT", 0),
+            )
+            exporter.start_exporting()
+            for page in pages:
+                exporter.export_item(page)
+                written += 1
+            exporter.finish_exporting()
         return written
+
+
+@contextmanager
+def _written_in_place(output: str, mode: str, **kwargs):
+    """A file opened beside ``output`` and moved into place once written, so a failed export never
+    leaves a truncated file where a good one was; an OSError is a one-line CommandError."""
+    target = Path(output)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CommandError(f"cannot create the directory for {output}: {exc.strerror or exc}") from None
+    partial = target.with_name(target.name + ".part")
+    try:
+        with open(partial, mode, **kwargs) as handle:
+            yield handle
+        os.replace(partial, target)
+    except OSError as exc:
+        raise CommandError(f"cannot write {output}: {exc.strerror or exc}") from None
+    finally:
+        if partial.exists():
+            partial.unlink()

@@ -89,14 +89,18 @@ class Command(FocusCommand):
                                    "older focuscrawl): give them as inputs, with --positive")
             positive = positive or [p for p in base.positive_labels if p != ON_TOPIC] or [ON_TOPIC]
             print(f"retraining {base_path}: its examples, read again, and {len(args)} input(s)")
+        # A model without a link model keeps none when retrained: the crawl then learns its links'
+        # words from every page it fetches, which a link model learned from the links to a few
+        # dozen labelled pages does worse (docs/research.md, "Choosing the pages to label").
+        keep_links = not opts.no_link_model and (base is None or base.link_pipeline is not None)
         try:
             examples = load_examples(
                 args, labels_path=opts.labels,
-                include_host=opts.include_host, exclude_host=opts.exclude_host, links=not opts.no_link_model,
+                include_host=opts.include_host, exclude_host=opts.exclude_host, links=keep_links,
             )
             if base is not None:
-                examples = merge_examples(examples_from_sources(base.metadata["sources"],
-                                                                links=not opts.no_link_model), examples)
+                examples = merge_examples(examples_from_sources(base.metadata["sources"], links=keep_links),
+                                          examples)
             elif not positive:
                 if {e.label for e in examples} <= {ON_TOPIC, OFF_TOPIC}:
                     positive = [ON_TOPIC]  # a store labelled only by people
@@ -121,7 +125,9 @@ class Command(FocusCommand):
             )
         else:
             print("cross-validation skipped (0 folds asked, or a class has a single example)")
-        _print_link_report(report.get("links"), examples, asked=not opts.no_link_model)
+        _print_link_report(report.get("links"), examples, asked=keep_links,
+                           why="--no-link-model" if opts.no_link_model else
+                           f"{base_path} has none: the crawl learns its links' words as it goes")
         try:
             model.save(output)
         except OSError as exc:
@@ -129,15 +135,11 @@ class Command(FocusCommand):
         print(f"model written to {output}")
 
 
-def _print_link_report(links: dict | None, examples, asked: bool = True) -> None:
+def _print_link_report(links: dict | None, examples, asked: bool = True, why: str = "--no-link-model") -> None:
     notes = getattr(examples, "link_notes", [])
     if links is None:
-        if not asked:
-            why = "--no-link-model"
-        elif notes:
-            why = "; ".join(notes)
-        else:
-            why = "no labelled links: they are learned from WARC inputs and crawl stores"
+        if asked:
+            why = "; ".join(notes) if notes else "no labelled links: they are learned from WARC inputs and crawl stores"
         print(f"link model: none ({why}); links are valued by the topic model")
         return
     print(f"link model: {links['n_links']} labelled links, {links['n_positive']} to positive pages, "
