@@ -23,11 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from focuscrawl.config import DEFAULTS
 from focuscrawl.observe.plot import store_curve
 from focuscrawl.urls import host_key
 
-#: pages the offline snapshot's recent harvest is taken over (the live one says its own window)
-RECENT_WINDOW = 100
+#: pages the offline snapshot's recent harvest is taken over: the live progress's window
+RECENT_WINDOW = DEFAULTS.progress_window
 
 
 @dataclass
