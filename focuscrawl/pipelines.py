@@ -188,13 +188,13 @@ class StorePipeline:
         Redis, same FOCUS_CRAWL_ID): a worker killed and started again takes its part up again."""
         if not self.config.frontier_url:
             return None
-        crawls = self.store.crawls()
-        if not crawls:
+        latest = self.store.latest_crawl()
+        if latest is None:
             return None
-        settings = crawls[-1]["settings"]
+        settings = self.store.crawl(latest)["settings"]
         same = (settings.get("FOCUS_FRONTIER_URL") == self.config.frontier_url
                 and settings.get("FOCUS_CRAWL_ID", DEFAULTS.crawl_id) == self.config.crawl_id)
-        return crawls[-1]["id"] if same else None
+        return latest if same else None
 
     def _remember(self, record: str) -> None:
         """The crawl id in JOBDIR, written whole (temporary file, then rename)."""

@@ -98,6 +98,42 @@ def test_a_store_without_a_labels_table_reads_as_unlabelled(tmp_path):
     assert store.labels() == [] and store.label_of("http://x/") is None
 
 
+def test_a_label_reads_with_where_its_page_ended(tmp_path):
+    store = CrawlStore(tmp_path / "crawl.db")
+    store.add_page({**page("http://a.example/2", "Two", "words"), "final_url": "http://a.example/2/"})
+    store.add_page(page("http://a.example/3", "Three", "words"))
+    store.add_label("http://a.example/2", "on-topic")
+    store.add_label("http://a.example/3", "off-topic")
+    ends = {row["url"]: row["final_url"] for row in store.labels(final_urls=True)}
+    assert ends == {"http://a.example/2": "http://a.example/2/", "http://a.example/3": "http://a.example/3"}
+    assert "final_url" not in store.labels()[0]
+
+
+def test_the_model_a_crawl_used_is_read_from_its_row_and_found_beside_the_store(tmp_path, monkeypatch):
+    (tmp_path / "stores").mkdir()
+    (tmp_path / "stores" / "m.joblib").write_bytes(b"x")
+    store = CrawlStore(tmp_path / "stores" / "crawl.db")
+    assert store.crawl_model() is None and store.crawl(1) is None
+    store.begin_crawl(model="m.joblib", settings={"FOCUS_BUDGET": 10})  # relative: an older store
+    store.end_crawl()
+    store.begin_crawl()  # a crawl that names no model
+    monkeypatch.chdir(tmp_path)
+    assert store.crawl_model() == (str(tmp_path / "stores" / "m.joblib"), 1)
+    assert store.crawl_model(2) is None
+    assert store.crawl(1)["settings"] == {"FOCUS_BUDGET": 10} and store.crawl(1)["end_reason"] is None
+    assert store.crawl(2)["model"] is None and "pages" not in store.crawl(2)
+
+
+def test_only_a_file_that_starts_as_sqlite_reads_as_a_crawl_store(tmp_path):
+    from focuscrawl.store import is_crawl_store
+
+    CrawlStore(tmp_path / "crawl.db").close()
+    (tmp_path / "notes.txt").write_text("SQLite is a database")
+    assert is_crawl_store(tmp_path / "crawl.db")
+    assert not is_crawl_store(tmp_path / "notes.txt") and not is_crawl_store(tmp_path / "absent.db")
+    assert not is_crawl_store(tmp_path)
+
+
 # --- choosing pages ---------------------------------------------------------------------------------
 
 def unit(rows):
@@ -221,6 +257,16 @@ def test_retraining_when_the_models_examples_are_gone_is_one_line(tmp_path, mode
     store.close()
     result = scrapy(["train", str(tmp_path / "crawl.db"), "-o", str(tmp_path / "m.joblib")], tmp_path)
     assert_one_error(result, "training examples are gone", "examples.jsonl")
+
+
+def test_retraining_a_crawl_whose_model_is_gone_names_it(tmp_path, model):
+    store = CrawlStore(tmp_path / "crawl.db")
+    store.begin_crawl(model=str(tmp_path / "moved.joblib"))
+    store.add_page(page("http://c.example/1", "one", "telescope galaxy"))
+    store.add_label("http://c.example/1", "on-topic")
+    store.close()
+    result = scrapy(["train", str(tmp_path / "crawl.db"), "-o", str(tmp_path / "m.joblib")], tmp_path)
+    assert_one_error(result, "moved.joblib", "which is gone", "--base")
 
 
 def test_an_unlabelled_store_says_how_to_label_it(tmp_path):

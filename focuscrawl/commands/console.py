@@ -127,7 +127,8 @@ class Command(FocusCommand):
         is still there (None: the console shows no queue)."""
         from focuscrawl.relevance import ModelError, TopicModel
 
-        path = given or next((c["model"] for c in store.crawls() if c["id"] == crawl), None)
+        recorded = None if given else store.crawl_model(crawl)
+        path = given or (recorded[0] if recorded else None)
         if not path or (not given and not os.path.exists(path)):
             return None
         try:

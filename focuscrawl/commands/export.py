@@ -160,7 +160,7 @@ class Command(FocusCommand):
         try:
             with CrawlStore(path, create=False) as store:
                 crawl = self._pick_crawl(store, wanted, path)
-                started = next((c["started_at"] for c in store.crawls() if c["id"] == crawl), None)
+                started = (store.crawl(crawl) or {}).get("started_at")
                 curve = store_curve(store.iter_pages(crawl=crawl), started)
         except StoreError as exc:
             raise CommandError(str(exc)) from None

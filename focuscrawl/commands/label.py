@@ -341,16 +341,12 @@ def _model_path(store: CrawlStore, store_path: str, given: str | None, crawl: in
                            f"(its crawls: {', '.join(map(str, known)) or 'none'})")
     if given:
         return given, ""
-    crawls = [c for c in store.crawls() if c.get("model") and (crawl is None or c["id"] == crawl)]
-    if not crawls:
+    recorded = store.crawl_model(crawl)
+    if recorded is None:
         which = f"crawl {crawl} of {store_path} names no" if crawl is not None else f"no crawl of {store_path} names a"
         raise CommandError(f"{which} topic model: give one with --model PATH")
-    model, origin = crawls[-1]["model"], f" (the model of crawl {crawls[-1]['id']}; --model names another)"
-    if not os.path.isabs(model) and not os.path.exists(model):
-        beside = os.path.join(os.path.dirname(os.path.abspath(store_path)), model)
-        if os.path.exists(beside):
-            model = beside
-    return model, origin
+    model, used_by = recorded
+    return model, f" (the model of crawl {used_by}; --model names another)"
 
 
 __all__ = ["ANSWERS", "Command", "KeyAnswers", "LineAnswers", "Session", "run_session", "summary"]

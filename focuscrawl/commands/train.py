@@ -168,22 +168,25 @@ def _print_link_report(links: dict | None, examples, asked: bool = True, why: st
 
 
 def _crawl_model(paths: list[str]) -> str | None:
-    """The model the newest crawl of the first crawl store among ``paths`` used, if its file is
-    there: what ``scrapy train CRAWL.db -o NEW`` retrains."""
-    from focuscrawl.store import CrawlStore, StoreError
+    """The model the newest crawl of the first crawl store among ``paths`` used: what ``scrapy
+    train CRAWL.db -o NEW`` retrains. A model file that is gone is an error naming it."""
+    from focuscrawl.store import CrawlStore, StoreError, is_crawl_store
 
     for path in paths:
-        try:
-            with open(path, "rb") as fh:
-                if not fh.read(16).startswith(b"SQLite format 3\x00"):
-                    continue
-            with CrawlStore(path, create=False) as store:
-                models = [c["model"] for c in store.crawls() if c.get("model")]
-        except (OSError, StoreError):
+        if not is_crawl_store(path):
             continue
-        for model in reversed(models):
-            if Path(model).is_file():
-                return model
+        try:
+            with CrawlStore(path, create=False) as store:
+                recorded = store.crawl_model()
+        except StoreError:
+            continue  # reading it as examples says what is wrong with it
+        if recorded is None:
+            continue
+        model, crawl = recorded
+        if not Path(model).is_file():
+            raise CommandError(f"crawl {crawl} of {path} used the topic model {model}, which is gone: "
+                               "give the model to retrain with --base, or the examples with --positive")
+        return model
     return None
 
 

@@ -66,7 +66,7 @@ class StoreSource:
         if self._checked is not None and now - self._checked < self.recheck:
             return
         self._checked = now
-        self._info = next((c for c in self.store.crawls() if c["id"] == self.crawl), {})
+        self._info = self.store.crawl(self.crawl) or {}
         for row_id, page in self.store.pages_after(self._last_id, crawl=self.crawl):
             self._last_id = row_id
             self._add(page)

@@ -36,12 +36,12 @@ from urllib.parse import urljoin, urlsplit
 from focuscrawl.labelling.labels import SKIP
 from focuscrawl.parsing import decode_body, parse_html
 from focuscrawl.relevance.links import LINK_OUTCOMES, LinkedWeb, LinkExample
+from focuscrawl.store.sqlite import SQLITE_MAGIC
 from focuscrawl.tsv import TsvError, read_pairs
 from focuscrawl.urls import w3lib_canonical
 
 logger = logging.getLogger(__name__)
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 GZIP_MAGIC = b"\x1f\x8b"
 FOLDER_SUFFIXES = (".html", ".htm", ".txt")
 
@@ -167,31 +167,22 @@ def _store_labels(paths) -> dict[str, str]:
     """url -> on-topic/off-topic from the labels table of every crawl store among ``paths``
     (a skip is no evidence); both the requested and the final URL of a labelled page."""
     from focuscrawl.labelling.labels import TRAINING_LABELS
-    from focuscrawl.store import CrawlStore, StoreError
+    from focuscrawl.store import CrawlStore, StoreError, is_crawl_store
 
     labels: dict[str, str] = {}
     for path in paths:
+        if not (path.is_file() and is_crawl_store(path)):
+            continue
         try:
-            if not path.is_file():
-                continue
-            with path.open("rb") as fh:
-                if not fh.read(16).startswith(SQLITE_MAGIC):
-                    continue
-            store = CrawlStore(str(path), create=False)
-        except (OSError, StoreError):
-            continue  # reading it as examples says what is wrong with it
-        try:
-            for row in store.labels():
-                if row["label"] not in TRAINING_LABELS:
-                    continue
-                labels[row["url"]] = row["label"]
-                page = store.get_page(row["url"], crawl=row["crawl"])
-                if page and page.get("final_url"):
-                    labels[page["final_url"]] = row["label"]
+            with CrawlStore(str(path), create=False) as store:
+                rows = store.labels(final_urls=True)
         except StoreError:
-            pass
-        finally:
-            store.close()
+            continue  # reading it as examples says what is wrong with it
+        for row in rows:
+            if row["label"] in TRAINING_LABELS:
+                labels[row["url"]] = row["label"]
+                if row["final_url"]:
+                    labels[row["final_url"]] = row["label"]
     return labels
 
 

@@ -83,6 +83,8 @@ _CRAWLS_SCHEMA = ("CREATE TABLE crawls (id INTEGER PRIMARY KEY AUTOINCREMENT, st
 _LABELS_SCHEMA = ("CREATE TABLE IF NOT EXISTS labels (id INTEGER PRIMARY KEY AUTOINCREMENT, url TEXT NOT NULL, "
                   "crawl INTEGER, label TEXT NOT NULL, who TEXT NOT NULL DEFAULT '', at TEXT NOT NULL)")
 LABEL_FIELDS = ("url", "label", "who", "at", "crawl")
+#: how every SQLite database file begins
+SQLITE_MAGIC = b"SQLite format 3\x00"
 #: the columns a crawl is described by (``crawls()``)
 CRAWL_FIELDS = ("id", "started_at", "resumed_at", "ended_at", "end_reason", "model", "settings", "jobdir")
 
@@ -93,6 +95,26 @@ def _pages_schema(table: str = "pages") -> str:
     # id orders rows by (latest) fetch; AUTOINCREMENT never reuses an id after a replace.
     return (f"CREATE TABLE {table} (id INTEGER PRIMARY KEY AUTOINCREMENT, crawl INTEGER NOT NULL, {columns}, "
             f"exported INTEGER NOT NULL DEFAULT 0, UNIQUE (crawl, url))")
+
+
+def _crawl_row(row, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A crawls row (CRAWL_FIELDS, then ``extra``) as a dict, its settings decoded."""
+    crawl = dict(zip((*CRAWL_FIELDS, *extra), row))
+    try:
+        crawl["settings"] = json.loads(crawl["settings"]) if crawl["settings"] else {}
+    except ValueError:
+        crawl["settings"] = {}
+    return crawl
+
+
+def is_crawl_store(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a file that starts as an SQLite database does (what a crawl store is;
+    opening it says whether it is one of ours). Unreadable or absent: False."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
 
 
 def _now() -> str:
@@ -365,15 +387,33 @@ class CrawlStore:
                "FROM crawls c LEFT JOIN pages p ON p.crawl = c.id GROUP BY c.id ORDER BY c.id")
         with self._failing("read"):
             rows = self._db.execute(sql).fetchall()
-        crawls = []
-        for row in rows:
-            crawl = dict(zip((*CRAWL_FIELDS, "pages", "relevant"), row))
-            try:
-                crawl["settings"] = json.loads(crawl["settings"]) if crawl["settings"] else {}
-            except ValueError:
-                crawl["settings"] = {}
-            crawls.append(crawl)
-        return crawls
+        return [_crawl_row(row, ("pages", "relevant")) for row in rows]
+
+    def crawl(self, crawl_id: int) -> dict[str, Any] | None:
+        """One crawl's CRAWL_FIELDS (``settings`` decoded), read from its row alone (no page
+        counts: ``crawls()`` passes over every page); None when the store has no such crawl."""
+        with self._failing("read"):
+            row = self._db.execute(f"SELECT {', '.join(CRAWL_FIELDS)} FROM crawls WHERE id = ?",
+                                   (int(crawl_id),)).fetchone()
+        return _crawl_row(row) if row else None
+
+    def crawl_model(self, crawl: int | None = None) -> tuple[str, int] | None:
+        """(path, crawl id) of the topic model ``crawl`` used (None: the latest crawl that names
+        one); None when it names none. A relative path (stores written before the pipeline
+        recorded absolute ones) is taken from the working directory if it is there, else from
+        beside the store."""
+        where, params = ("AND id = ?", (int(crawl),)) if crawl is not None else ("", ())
+        with self._failing("read"):
+            row = self._db.execute(f"SELECT model, id FROM crawls WHERE model IS NOT NULL AND model != '' {where} "
+                                   "ORDER BY id DESC LIMIT 1", params).fetchone()
+        if row is None:
+            return None
+        model, crawl_id = row
+        if not os.path.isabs(model) and not os.path.exists(model):
+            beside = os.path.join(os.path.dirname(os.path.abspath(self.path)), model)
+            if os.path.exists(beside):
+                model = beside
+        return model, crawl_id
 
     def crawl_ids(self) -> list[int]:
         """The ids of the store's crawls, oldest first: what a check or a listing of ids needs,
@@ -502,20 +542,28 @@ class CrawlStore:
                     "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'labels'").fetchone() is not None
         return self._labels_table
 
-    def labels(self, crawl: int | None = None, *, history: bool = False) -> list[dict[str, Any]]:
+    def labels(self, crawl: int | None = None, *, history: bool = False,
+               final_urls: bool = False) -> list[dict[str, Any]]:
         """The labels given to the pages of ``crawl`` (None: of every crawl), oldest first, each a
-        dict of LABEL_FIELDS: each URL's latest judgement, or every judgement with ``history``.
-        None in a store no label was ever given in."""
+        dict of LABEL_FIELDS: each URL's latest judgement, or every judgement with ``history``;
+        with ``final_urls``, also ``final_url``, where the labelled page's latest fetch ended
+        (None when it was not redirected). None in a store no label was ever given in."""
         if not self._has_labels():
             return []
+        fields = ", ".join(f"l.{name}" for name in LABEL_FIELDS)
+        names = LABEL_FIELDS
+        if final_urls:
+            fields += (", (SELECT p.final_url FROM pages p WHERE p.url = l.url"
+                       " AND (l.crawl IS NULL OR p.crawl = l.crawl) ORDER BY p.id DESC LIMIT 1)")
+            names = (*LABEL_FIELDS, "final_url")
         where, params = ("WHERE crawl = ?", [int(crawl)]) if crawl is not None else ("", [])
         if history:
-            sql = f"SELECT {', '.join(LABEL_FIELDS)} FROM labels {where} ORDER BY id"
+            sql = f"SELECT {fields} FROM labels l {where} ORDER BY l.id"
         else:
-            sql = (f"SELECT {', '.join(LABEL_FIELDS)} FROM labels WHERE id IN "
-                   f"(SELECT MAX(id) FROM labels {where} GROUP BY url) ORDER BY id")
+            sql = (f"SELECT {fields} FROM labels l WHERE l.id IN "
+                   f"(SELECT MAX(id) FROM labels {where} GROUP BY url) ORDER BY l.id")
         with self._failing("read"):
-            return [dict(zip(LABEL_FIELDS, row)) for row in self._db.execute(sql, params)]
+            return [dict(zip(names, row)) for row in self._db.execute(sql, params)]
 
     def remove_label(self, given: Mapping[str, Any]) -> bool:
         """Take back a label ``add_label`` returned (``given``), if it is still its page's latest
@@ -654,5 +702,5 @@ class CrawlStore:
             return dict(self._db.execute("SELECT key, value FROM meta"))
 
 
-__all__ = ["CRAWL_FIELDS", "FIELDS", "LABEL_FIELDS", "MAX_LINKS_PER_PAGE", "SCHEMA_VERSION", "CrawlStore", "StoreError",
-           "resolve_store_path"]
+__all__ = ["CRAWL_FIELDS", "FIELDS", "LABEL_FIELDS", "MAX_LINKS_PER_PAGE", "SCHEMA_VERSION", "SQLITE_MAGIC", "CrawlStore",
+           "StoreError", "is_crawl_store", "resolve_store_path"]
