@@ -8,9 +8,11 @@ import random
 import numpy as np
 import pytest
 from datasketch import MinHash
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from focuscrawl.dedup import ExactDuplicateIndex, NearDuplicateIndex, content_hash, word_shingles
-from focuscrawl.dedup.fingerprints import band_params, jaccard
+from focuscrawl.dedup import ExactDuplicateIndex, NearDuplicateIndex, content_hash, normalise_text, word_shingles
+from focuscrawl.dedup.fingerprints import band_params, jaccard, shingle_chunks
 
 SYLLABLES = ["ka", "lo", "mi", "ren", "tu", "sa", "vel", "or", "in", "da", "pe", "qu", "ths", "zor", "an"]
 VOCABULARY = sorted({a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES[:6]})
@@ -153,3 +155,28 @@ def test_a_long_page_is_hashed_in_chunks_to_the_same_signature(monkeypatch):
     whole.update_batch([s.encode("utf-8") for s in shingles])
     monkeypatch.setattr(fingerprints, "MINHASH_CHUNK", 100)
     assert np.array_equal(index.minhash(shingles).hashvalues, whole.hashvalues)
+
+
+_SPACES = " \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u2000\u2028\u3000"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("abcßİ\u200b") + list(_SPACES)), max_size=80),
+       st.integers(1, 6), st.integers(1, 12), st.integers(1, 4))
+def test_shingles_a_piece_at_a_time_are_the_windows_of_the_whole_text(text, size, piece, chunk):
+    """The text is split into words a piece at a time and the windows given a chunk at a time
+    (bounded memory on a big page): together they are the windows of the whole normalised text."""
+    words = " ".join(text.casefold().split()).split()
+    windows = [" ".join(words[i:i + size]) for i in range(len(words) - size + 1)]
+    assert normalise_text(text) == " ".join(words)
+    chunks = list(shingle_chunks(text, size, chunk=chunk, piece=piece))
+    assert [w for c in chunks for w in c] == windows
+    assert all(len(c) <= chunk + piece for c in chunks)
+
+
+def test_a_big_pages_signature_is_that_of_its_whole_set_of_shingles():
+    rng = random.Random(7)
+    text = " ".join(f"w{rng.randrange(50000)}" for _ in range(60000))
+    index = NearDuplicateIndex()
+    by_pieces = index._signature(shingle_chunks(text, 5, piece=1000))[0]
+    assert np.array_equal(by_pieces.hashvalues, index.minhash(word_shingles(text, 5)).hashvalues)

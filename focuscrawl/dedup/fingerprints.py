@@ -12,6 +12,9 @@ page at 128 permutations: 1.4 GB for a million unique pages).
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Iterable, Iterator
+from itertools import islice
 
 from datasketch import MinHash
 
@@ -28,10 +31,31 @@ CANDIDATE_RECALL = 0.99
 #: and the peak ~8 MiB.
 MINHASH_CHUNK = 8192
 
+#: characters of a page's text split into words at a time when it is shingled
+TEXT_PIECE = 65536
+
+_WHITESPACE = re.compile(r"\s+")
+#: what ``str.strip()`` strips; the pattern's runs are already one space, so one space
+_SPACE = " "
+
 
 def normalise_text(text: str) -> str:
-    """Case-folded text with every run of whitespace collapsed to one space."""
-    return " ".join(text.casefold().split())
+    """Case-folded text with every run of whitespace collapsed to one space (the same as
+    ``" ".join(text.casefold().split())``: ``\\s`` and ``str.split`` share one definition of
+    whitespace, but the pattern makes no object a word)."""
+    return _WHITESPACE.sub(" ", text.casefold()).strip(_SPACE)
+
+
+def _word_pieces(text: str, piece: int) -> Iterator[list[str]]:
+    """The words of the normalised text, about ``piece`` characters of it at a time (cut at
+    whitespace, so no word is split)."""
+    text = text.casefold()
+    start = 0
+    while start < len(text):
+        cut = _WHITESPACE.search(text, min(start + piece, len(text)))
+        end = cut.start() if cut else len(text)
+        yield text[start:end].split()
+        start = end + (1 if cut else 0)
 
 
 def content_hash(text: str) -> str:
@@ -41,8 +65,31 @@ def content_hash(text: str) -> str:
 
 def word_shingles(text: str, size: int) -> set[str]:
     """The set of ``size``-word windows of the normalised text (empty when it is shorter)."""
-    words = normalise_text(text).split()
-    return {" ".join(words[i : i + size]) for i in range(len(words) - size + 1)}
+    return {shingle for chunk in shingle_chunks(text, size) for shingle in chunk}
+
+
+def shingle_chunks(text: str, size: int, chunk: int = MINHASH_CHUNK, piece: int = TEXT_PIECE) -> Iterator[list[str]]:
+    """The ``size``-word windows of the normalised text, ``chunk`` at a time (a window may come
+    twice: a MinHash does not care). A page of 2 MB of words is 290,000 windows: held at once,
+    with its words, as a set and encoded, they were ~900,000 small objects whose memory stayed
+    scattered after the page (bench/soak.py); a chunk at a time it is a few thousand."""
+    carry: list[str] = []  # the last size - 1 words: the windows that span two pieces start there
+    out: list[str] = []
+    for words in _word_pieces(text, piece):
+        words = carry + words
+        out.extend(" ".join(words[i : i + size]) for i in range(len(words) - size + 1))
+        carry = words[max(0, len(words) - size + 1) :] if size > 1 else []
+        if len(out) >= chunk:
+            yield out
+            out = []
+    if out:
+        yield out
+
+
+def _batches(items: Iterable[str], size: int) -> Iterator[list[str]]:
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
 
 
 def band_params(threshold: float, num_perm: int, recall: float = CANDIDATE_RECALL) -> tuple[int, int]:
@@ -105,18 +152,26 @@ class MinHashIndex:
         # process, so the signatures of a shared crawl's workers compare)
         self._template = MinHash(num_perm=num_perm)
 
-    def minhash(self, shingles: set[str]) -> MinHash:
+    def minhash(self, shingles: Iterable[str]) -> MinHash:
+        """The signature of a set of shingles (of none: datasketch's empty signature)."""
+        return self._signature(_batches(shingles, MINHASH_CHUNK))[0]
+
+    def _signature(self, chunks: Iterable[list[str]]) -> tuple[MinHash, int]:
+        """The signature of the shingles in ``chunks`` and how many were hashed, a chunk at a time
+        (datasketch's update_batch holds shingles x num_perm 64-bit integers at once)."""
         m = MinHash(num_perm=self.num_perm, permutations=self._template.permutations, scheme=self._template.scheme)
-        encoded = [s.encode("utf-8") for s in shingles]
-        for start in range(0, len(encoded), MINHASH_CHUNK):
-            m.update_batch(encoded[start : start + MINHASH_CHUNK])
-        return m
+        hashed = 0
+        for chunk in chunks:
+            if chunk:
+                m.update_batch([s.encode("utf-8") for s in chunk])
+                hashed += len(chunk)
+        return m, hashed
 
     def find_or_add(self, key: str, text: str) -> str | None:
-        shingles = word_shingles(text, self.shingle_size)
-        if not shingles:
+        m, hashed = self._signature(shingle_chunks(text, self.shingle_size))
+        if not hashed:
             return self._short.find_or_add(key, content_hash(text))
-        return self.find_or_add_minhash(key, self.minhash(shingles))
+        return self.find_or_add_minhash(key, m)
 
     def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
         """``find_or_add`` for a page whose signature is already made."""
