@@ -17,8 +17,12 @@ and crawls again. WebKB's hand labels stand in for the person. Per target and ru
 6. crawl 2 with each retrained model: harvest@500 and recall@1000.
 
     python bench/labelling.py ../shared/webkb --targets course,faculty --runs 3 -o labelling.json
+    python bench/labelling.py --summarise labelling.json more-runs.json
 
-Everything runs in a fresh folder under ``--workdir``; the report is JSON, and a table is printed.
+Everything runs in a fresh folder under ``--workdir``; the report is JSON, and a table is printed
+with, per figure, the queue's paired difference from random over the runs (mean, standard error,
+runs won): a crawl's own noise is ten points of recall, so one run per arm decides nothing.
+``--summarise`` prints the table of reports already written (several: their runs together).
 """
 
 from __future__ import annotations
@@ -46,7 +50,9 @@ BATCH = 10
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("webkb", type=Path, help="the folder with webkb.warc.gz, labels.tsv and aliases.tsv")
+    parser.add_argument("webkb", type=Path, nargs="?", help="the folder with webkb.warc.gz, labels.tsv and aliases.tsv")
+    parser.add_argument("--summarise", nargs="+", type=Path, metavar="REPORT",
+                        help="print the table of these reports' runs instead of running")
     parser.add_argument("--targets", default="course,faculty")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--first-run", type=int, default=1)
@@ -67,6 +73,11 @@ def main(argv=None) -> int:
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for every crawl")
     args = parser.parse_args(argv)
+    if args.summarise:
+        print_table([run for path in args.summarise for run in json.loads(path.read_text())["runs"]])
+        return 0
+    if args.webkb is None:
+        parser.error("give the WebKB folder (or --summarise REPORT)")
     args.workdir.mkdir(parents=True, exist_ok=True)
     warc, labels_tsv = args.webkb / "webkb.warc.gz", args.webkb / "labels.tsv"
     truth = read_labels(labels_tsv)
@@ -219,6 +230,18 @@ def print_table(results: list[dict]) -> None:
               f"{mean(lambda r: r['random']['crawl2']['harvest@500']):.3f}; recall@1000 queue "
               f"{mean(lambda r: r['queue']['crawl2']['recall@1000']):.1%}, random "
               f"{mean(lambda r: r['random']['crawl2']['recall@1000']):.1%} ({len(rs)} runs)")
+    print("\n| queue - random, paired over runs | target | runs | mean | standard error | queue better in |")
+    print("|---|---|---:|---:|---:|---:|")
+    figures = {"F1": lambda r, arm: r["f1"]["queue"]["f1"] if arm == "queue" else r["f1"]["random_mean"],
+               "harvest@500": lambda r, arm: r[arm]["crawl2"]["harvest@500"],
+               "recall@1000": lambda r, arm: r[arm]["crawl2"]["recall@1000"]}
+    for name, figure in figures.items():
+        for target in [*sorted({r["target"] for r in results}), "all"]:
+            rs = [r for r in results if target in ("all", r["target"])]
+            d = [figure(r, "queue") - figure(r, "random") for r in rs]
+            se = statistics.stdev(d) / len(d) ** 0.5 if len(d) > 1 else float("nan")
+            print(f"| {name} | {target} | {len(d)} | {statistics.mean(d):+.3f} | {se:.3f} | "
+                  f"{sum(x > 0 for x in d)} of {len(d)} |")
 
 
 def _args(args) -> dict:
