@@ -7,8 +7,18 @@ import pytest
 from datasketch import MinHashLSH
 
 from focuscrawl.dedup import NearDuplicateIndex
+from focuscrawl.dedup import bands as bands_module
 from focuscrawl.dedup.bands import BLOCK_ROWS, BandIndex
 from focuscrawl.dedup.fingerprints import band_params, word_shingles
+
+
+@pytest.fixture(autouse=True, params=["recent", "sorted"])
+def where_entries_are(request, monkeypatch):
+    """Every test twice: with the band entries in the recent dicts, and moved into the sorted
+    arrays at every add."""
+    if request.param == "sorted":
+        monkeypatch.setattr(bands_module, "MERGE_AT_LEAST", 1)
+    return request.param
 
 
 def signatures(count, seed=0, words=300, vocabulary=2000):
@@ -91,3 +101,29 @@ def test_bad_shapes_and_values_are_refused():
     index = BandIndex(16, 4, 4)
     with pytest.raises(ValueError, match="below 2\\*\\*32"):
         index.add(np.full(16, 1 << 40, dtype=np.uint64))
+
+
+def test_a_signature_replaced_after_the_arrays_were_built_is_found_by_its_new_bands_only(monkeypatch):
+    monkeypatch.setattr(bands_module, "MERGE_AT_LEAST", 10**6)
+    minhashes = signatures(60, seed=5)
+    index = BandIndex(128, *band_params(0.9, 128))
+    for m in minhashes[:50]:
+        index.add(m.hashvalues)
+    index._merge()  # every entry in the sorted arrays
+    index.replace(7, minhashes[55].hashvalues)
+    assert 7 not in index.candidates(minhashes[7].hashvalues)  # the stale entries are passed over
+    assert 7 in index.candidates(minhashes[55].hashvalues)
+    index._merge()  # and dropped
+    assert len(index._keys) == 50 * index.bands
+    assert 7 not in index.candidates(minhashes[7].hashvalues)
+    assert {r for r in range(50) if r != 7} >= index.candidates(minhashes[3].hashvalues) - {7} >= {3}
+
+
+def test_a_page_costs_its_signature_and_12_bytes_a_band_once_merged():
+    minhashes = signatures(BLOCK_ROWS, seed=6, words=40)
+    index = BandIndex(128, *band_params(0.9, 128))
+    for m in minhashes:
+        index.add(m.hashvalues)
+    index._merge()
+    assert not index._recent
+    assert index._keys.nbytes + index._rows.nbytes == BLOCK_ROWS * index.bands * 12
