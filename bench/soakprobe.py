@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import re
 import sys
 import time
@@ -81,6 +82,41 @@ def traced(files: int = 15, lines: int = 25) -> dict[str, int]:
     return out
 
 
+def pymalloc_kib() -> dict[str, int]:
+    """What Python's small-object allocator holds (KiB): ``arenas`` (1 MiB each, what it takes from
+    the system), ``used`` (blocks in use) and ``free`` (blocks free in pools in use, plus free
+    pools): arenas far above use are memory fragmented by objects that outlived their neighbours.
+    From ``sys._debugmallocstats``, which writes only to the C stderr."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as out:
+        saved = os.dup(2)
+        try:
+            sys.stderr.flush()
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read().decode("ascii", "replace")
+    fields = {"arenas": r"# arenas allocated current\s*=\s*([\d,]+)", "used": r"# bytes in allocated blocks\s*=\s*([\d,]+)",
+              "free": r"# bytes in available blocks\s*=\s*([\d,]+)", "unused_pools": r"(\d+) unused pools \*"}
+    found = {}
+    for name, pattern in fields.items():
+        m = re.search(pattern, text)
+        if m:
+            found[name] = int(m.group(1).replace(",", ""))
+    if "arenas" in found:
+        found["arenas"] *= 1024  # KiB: an arena is 1 MiB
+    for name in ("used", "free"):
+        if name in found:
+            found[name] //= 1024
+    if "unused_pools" in found:
+        found["unused_pools"] *= 16  # KiB: a pool is 16 KiB
+    return found
+
+
 def _short(path: str) -> str:
     """A path from its package on: ``focuscrawl/...``, ``datasketch/...``, ``asyncio/...``."""
     return re.sub(r"^.*/(?:site-packages|python3\.\d+)/", "", path.replace(REPO, ""))
@@ -129,6 +165,7 @@ class SoakProbe:
             line["types"] = dict(Counter(type(o).__name__ for o in gc.get_objects()).most_common(25))
         if self.trace and tracemalloc.is_tracing():
             line["malloc"] = traced()
+        line["pymalloc"] = pymalloc_kib()
         line["probe_ms"] = round(1000 * (time.perf_counter() - t0), 1)
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(line) + "\n")
