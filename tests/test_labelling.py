@@ -141,11 +141,20 @@ def unit(rows):
     return sparse.csr_matrix(X / np.linalg.norm(X, axis=1, keepdims=True))
 
 
-def test_the_page_the_model_is_least_sure_of_comes_first():
-    X = unit(np.eye(4))
-    picks = choose(X, [0.97, 0.52, 0.03, 0.8], ["a", "b", "c", "d"], 4, densities=np.ones(4))
-    assert [i for i, _ in picks] == [1, 3, 0, 2]
+def test_the_page_the_model_is_least_sure_of_comes_first_then_turns_alternate_sides():
+    X = unit(np.eye(5))
+    picks = choose(X, [0.97, 0.52, 0.03, 0.8, 0.3], ["a", "b", "c", "d", "e"], 5, densities=np.ones(5))
+    # on-topic side: 0.52, 0.8, 0.97; off-topic side: 0.3, 0.03; each side most uncertain first
+    assert [i for i, _ in picks] == [1, 4, 3, 2, 0]
     assert uncertainty([0.5])[0] == 1.0 and uncertainty([0.0, 1.0]).tolist() == [0.0, 0.0]
+
+
+def test_a_crawl_where_the_model_leans_off_topic_still_gets_its_on_topic_side_judged():
+    X = unit(np.eye(40))
+    p = np.r_[np.full(36, 0.45), [0.9, 0.95, 0.97, 0.99]]  # the most uncertain pages all lean off topic
+    picks = [i for i, _ in choose(X, p, [f"h{i}" for i in range(40)], 10, densities=np.ones(40))]
+    assert sorted(i for i in picks if i >= 36) == [36, 37, 38, 39]  # every on-leaning page, in turn
+    assert picks[:2] == [36, picks[1]] and picks[1] < 36
 
 
 def test_a_batch_is_spread_over_hosts():
@@ -193,7 +202,8 @@ def test_the_queue_reads_a_growing_store_and_leaves_out_what_it_should(tmp_path,
     every = queue.next(20)
     assert {c.url for c in every} == {f"http://s{i % 3}.example/p/{i}" for i in range(6)}
     assert all(0.0 <= c.score <= 1.0 and c.why and c.extract and c.crawl == 1 for c in every)
-    assert [c.value for c in every] == sorted((c.value for c in every), reverse=True)
+    for side in ([c for c in every if c.score >= 0.5], [c for c in every if c.score < 0.5]):
+        assert [c.value for c in side] == sorted((c.value for c in side), reverse=True)  # each side best first
 
     store.add_label(first[0].url, "on-topic", who="t")
     store.add_label(first[1].url, "skip", who="t")

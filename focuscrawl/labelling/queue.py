@@ -17,10 +17,17 @@ on a page like one already judged. Three things say where:
   cosine of a page chosen or already judged waits until the others are taken (a second label of
   the same page teaches nothing).
 
+- **Both sides of the boundary**: pages are taken in turn from those the model leans on topic
+  (``p >= 0.5``) and those it leans off topic. A topic is a small part of what a crawl fetches, so
+  the most uncertain pages are mostly off-topic ones: judged alone, they teach the model what the
+  topic is not, and a retrained model turned down the topic's own pages (faculty home pages on
+  WebKB: recall 0.39 to 0.09 after 45 such labels of 50). Taking turns asks about the pages it
+  would export as well (Ertekin et al. 2007, "Learning on the border").
+
 Measured against labels chosen at random from the same pages (``bench/labelling.py``, WebKB): the
-retrained model is better on both targets screened, where plain uncertainty sampling was worse
-than random on one of them and spreading over site sections as well as hosts hurt (see
-docs/research.md, "Choosing the pages to label").
+retrained model is better on both targets, where plain uncertainty sampling was worse than random
+on one of them and spreading over site sections as well as hosts hurt (see docs/research.md,
+"Choosing the pages to label").
 
 The queue reads the crawl store incrementally (``CrawlStore.pages_after``), so it keeps up with a
 running crawl at the cost of the new pages only, and leaves out pages already labelled (a skip
@@ -116,7 +123,9 @@ def choose(vectors, probabilities, hosts: list[str], n: int, labelled=None, dens
     ``vectors``: the pool's rows (unit-length, sparse or dense); ``probabilities``: the model's for
     each row; ``hosts``: each row's host; ``labelled``: rows of pages judged before (same space);
     ``densities``: each row's representativeness (``density``; measured against the pool when
-    not given). Pure: the queue and the tests call it directly.
+    not given). The rows are taken in turn from each side of the model's boundary (on-topic side
+    first), from one side alone when the other has none left but near-copies. Pure: the queue and the tests call
+    it directly.
     """
     X = sparse.csr_matrix(vectors)
     rows = X.shape[0]
@@ -127,14 +136,18 @@ def choose(vectors, probabilities, hosts: list[str], n: int, labelled=None, dens
     closest = np.zeros(rows)  # cosine to the nearest page judged or chosen
     if labelled is not None and sparse.csr_matrix(labelled).shape[0]:
         closest = (X @ sparse.csr_matrix(labelled).T).max(axis=1).toarray().ravel()
+    leans_on = np.asarray(probabilities, dtype=float) >= 0.5
     taken_from: dict[str, int] = {}
     taken = np.zeros(rows, dtype=bool)
     chosen: list[tuple[int, float]] = []
-    for _ in range(min(n, rows)):
+    for turn in range(min(n, rows)):
         spread = np.array([1.0 / (1 + taken_from.get(h, 0)) for h in hosts])
         value = base * spread
         value = np.where(closest >= NEAR_DUPLICATE, value * 0.01, value)
         value[taken] = -1.0
+        side = leans_on if turn % 2 == 0 else ~leans_on
+        if (side & ~taken & (closest < NEAR_DUPLICATE)).any():  # near-copies wait on either side
+            value[~side] = -1.0
         best = int(np.argmax(value))
         chosen.append((best, float(value[best])))
         taken[best] = True
