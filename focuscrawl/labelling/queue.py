@@ -1,7 +1,7 @@
 """The labelling queue: which of a crawl's pages are most worth a person's judgement.
 
 A label is worth most where it moves the topic model most, on a page like many others, and not
-on a page like one already judged. Three things say where:
+on a page like one already judged. Four things say where:
 
 - **Uncertainty**: the model's probability near its decision point (0.5 on the classifier's
   balanced scale, which is also where a page becomes an item). For a logistic regression over
@@ -124,8 +124,8 @@ def choose(vectors, probabilities, hosts: list[str], n: int, labelled=None, dens
     each row; ``hosts``: each row's host; ``labelled``: rows of pages judged before (same space);
     ``densities``: each row's representativeness (``density``; measured against the pool when
     not given). The rows are taken in turn from each side of the model's boundary (on-topic side
-    first), from one side alone when the other has none left but near-copies. Pure: the queue and the tests call
-    it directly.
+    first), from one side alone when the other has none left but near-copies. Pure: the queue
+    and the tests call it directly.
     """
     X = sparse.csr_matrix(vectors)
     rows = X.shape[0]
