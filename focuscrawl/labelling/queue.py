@@ -16,7 +16,6 @@ on a page like one already judged. Four things say where:
   chosen from its host``, so a batch spans the crawl's hosts; a page within ``NEAR_DUPLICATE``
   cosine of a page chosen or already judged waits until the others are taken (a second label of
   the same page teaches nothing).
-
 - **Both sides of the boundary**: pages are taken in turn from those the model leans on topic
   (``p >= 0.5``) and those it leans off topic. A topic is a small part of what a crawl fetches, so
   the most uncertain pages are mostly off-topic ones: judged alone, they teach the model what the
