@@ -546,15 +546,15 @@ class CrawlStore:
                final_urls: bool = False) -> list[dict[str, Any]]:
         """The labels given to the pages of ``crawl`` (None: of every crawl), oldest first, each a
         dict of LABEL_FIELDS: each URL's latest judgement, or every judgement with ``history``;
-        with ``final_urls``, also ``final_url``, where the labelled page's latest fetch ended
-        (None when it was not redirected). None in a store no label was ever given in."""
+        with ``final_urls``, also ``final_url``, the URL the labelled page's fetch ended at.
+        None in a store no label was ever given in."""
         if not self._has_labels():
             return []
         fields = ", ".join(f"l.{name}" for name in LABEL_FIELDS)
         names = LABEL_FIELDS
         if final_urls:
-            fields += (", (SELECT p.final_url FROM pages p WHERE p.url = l.url"
-                       " AND (l.crawl IS NULL OR p.crawl = l.crawl) ORDER BY p.id DESC LIMIT 1)")
+            # a label names its page's crawl (add_label finds it): one look-up in UNIQUE (crawl, url)
+            fields += ", (SELECT p.final_url FROM pages p WHERE p.crawl = l.crawl AND p.url = l.url)"
             names = (*LABEL_FIELDS, "final_url")
         where, params = ("WHERE crawl = ?", [int(crawl)]) if crawl is not None else ("", [])
         if history:
