@@ -547,7 +547,7 @@ class CrawlStore:
         """The labels given to the pages of ``crawl`` (None: of every crawl), oldest first, each a
         dict of LABEL_FIELDS: each URL's latest judgement, or every judgement with ``history``;
         with ``final_urls``, also ``final_url``, the URL the labelled page's fetch ended at.
-        None in a store no label was ever given in."""
+        Empty in a store no label was ever given in."""
         if not self._has_labels():
             return []
         fields = ", ".join(f"l.{name}" for name in LABEL_FIELDS)
