@@ -23,6 +23,9 @@ Everything runs in a fresh folder under ``--workdir``; the report is JSON, and a
 with, per figure, the queue's paired difference from random over the runs (mean, standard error,
 runs won): a crawl's own noise is ten points of recall, so one run per arm decides nothing.
 ``--summarise`` prints the table of reports already written (several: their runs together).
+``--ceiling N`` measures, per run, how far a better page model can move the second crawl: the
+starting model and an oracle (trained on its examples plus every department page with its WebKB
+label: it has seen the answers) each crawl N times, and nothing is labelled.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ def main(argv=None) -> int:
                         help="stop after each run's first crawl (its store is what the labels are chosen from)")
     parser.add_argument("--reuse", action="store_true",
                         help="take a run's starting model and first crawl from --workdir when they are there")
+    parser.add_argument("--ceiling", type=int, default=0, metavar="N",
+                        help="crawl N times with the starting model and with an oracle page model instead of labelling")
     parser.add_argument("-o", "--output", type=Path)
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for every crawl")
@@ -97,7 +102,7 @@ def main(argv=None) -> int:
             print(json.dumps(result), flush=True)
             if args.output:
                 args.output.write_text(json.dumps({"args": _args(args), "runs": results}, indent=1) + "\n")
-    if not args.first_crawl_only:
+    if not (args.first_crawl_only or args.ceiling):
         print_table(results)
     return 0
 
@@ -124,6 +129,9 @@ def one_run(args, target, run, misc, departments, truth, warc, labels_tsv, seeds
         first = evaluate(args, target, base, crawl, folder / "crawl1.json", warc, labels_tsv, seeds)
     if args.first_crawl_only:
         return {"target": target, "run": run, "crawl1": first}
+    if args.ceiling:
+        return {"target": target, "run": run, "crawl1": first,
+                **ceiling(args, folder, target, start, departments, warc, labels_tsv, seeds)}
     # the queue, and --random-draws random choices of as many pages (the first one crawls again; the
     # F1 of random labels is the mean over the draws: one draw is a noisy baseline)
     arms = ["queue", "random"] + [f"random-{d}" for d in range(2, args.random_draws + 1)]
@@ -149,6 +157,24 @@ def one_run(args, target, run, misc, departments, truth, warc, labels_tsv, seeds
         result[how]["crawl2"] = evaluate(args, target, folder / f"{how}.joblib", folder / f"crawl2-{how}.db",
                                          folder / f"crawl2-{how}.json", warc, labels_tsv, seeds)
     return result
+
+
+def ceiling(args, folder: Path, target: str, start, departments, warc, labels_tsv, seeds) -> dict:
+    """The starting model and an oracle (its examples plus every department page, labelled),
+    each crawling ``args.ceiling`` times: the spread of one model's crawls, and the most a better
+    page model could add."""
+    examples = folder / "oracle.jsonl"
+    with examples.open("w", encoding="utf-8") as out:
+        for e in [*start, *departments]:
+            out.write(json.dumps({"url": e.url, "title": e.title, "text": e.text, "label": e.label}) + "\n")
+    oracle = folder / "oracle.joblib"
+    scrapy(["train", str(examples), "--positive", target, "-o", str(oracle), "--no-link-model", "--cv-folds", "0"],
+           folder / "train-oracle.log")
+    out = {"oracle_f1": f1(TopicModel.load(oracle), departments, target)}
+    for name, model in (("start", folder / "start.joblib"), ("oracle", oracle)):
+        out[name] = [evaluate(args, target, model, folder / f"ceiling-{name}-{i}.db", folder / f"ceiling-{name}-{i}.json",
+                              warc, labels_tsv, seeds) for i in range(args.ceiling)]
+    return out
 
 
 def label(store_path: Path, model, how: str, truth, target: str, wanted: int, rng) -> list[tuple[str, str]]:
