@@ -127,3 +127,30 @@ def test_a_page_costs_its_signature_and_12_bytes_a_band_once_merged():
     index._merge()
     assert not index._recent
     assert index._keys.nbytes + index._rows.nbytes == BLOCK_ROWS * index.bands * 12
+
+
+def test_a_merge_drops_a_replaced_rows_old_entries_without_hashing_the_others(monkeypatch):
+    """A re-fetched page's old entries are dropped by its row number (its new bands are all among
+    the recent entries), not by hashing every entry again: a merge of a long crawl's index would
+    stall the crawl. A band the new signature shares with the old is kept once."""
+    monkeypatch.setattr(bands_module, "MERGE_AT_LEAST", 10**6)
+    minhashes = signatures(80, seed=8)
+    index = BandIndex(128, *band_params(0.9, 128))
+    for m in minhashes[:70]:
+        index.add(m.hashvalues)
+    index._merge()
+    changed = minhashes[5].hashvalues.copy()
+    changed[:10] += 1  # the first band changes, the others stay
+    index.replace(5, changed)
+    monkeypatch.setattr(index, "_band_keys", _counting(index._band_keys, calls := []))
+    index._merge()
+    assert calls == []
+    assert len(index._keys) == 70 * index.bands
+    assert 5 in index.candidates(changed) and 5 in index.candidates(minhashes[5].hashvalues)  # bands shared
+
+
+def _counting(function, calls):
+    def counted(*args):
+        calls.append(args)
+        return function(*args)
+    return counted

@@ -40,7 +40,7 @@ class BandIndex:
         # entries (hash -> row, or a list of rows), then the sorted ones
         self._recent: dict[int, int | list[int]] = {}
         self._recent_entries = 0
-        self._replaced = False  # a signature was replaced since the arrays were built: they hold stale entries
+        self._replaced: set[int] = set()  # rows whose signature changed since the arrays were built
         self._keys = np.empty(0, dtype=np.int64)
         self._rows = np.empty(0, dtype=np.uint32)
         self._count = 0
@@ -106,7 +106,7 @@ class BandIndex:
     def replace(self, row: int, hashvalues) -> None:
         """Give row ``row`` a new signature (a page fetched again with changed content)."""
         self._unfile(row)
-        self._replaced = True
+        self._replaced.add(row)
         self._signature(row)[:] = self._as_row(hashvalues)
         self._file(row)
 
@@ -125,7 +125,8 @@ class BandIndex:
 
     def _unfile(self, row: int) -> None:
         """Take the row out of the recent entries; its entries in the sorted arrays stay until
-        they are passed over (``candidates``) and dropped (``_merge``)."""
+        they are passed over (``candidates``) and dropped (``_merge``: ``replace`` files every
+        band of the new signature among the recent entries)."""
         for key in self._band_keys(self._signature(row)):
             bucket = self._recent.get(key)
             if bucket == row:
@@ -140,10 +141,9 @@ class BandIndex:
     def _merge(self) -> None:
         """Move the recent entries into the sorted arrays."""
         keys, rows = self._keys, self._rows
-        if self._replaced:  # drop the entries replaced signatures left
-            current = np.fromiter((self._is_current(int(row), int(key)) for key, row in zip(keys, rows)),
-                                  bool, len(keys))
-            keys, rows = keys[current], rows[current]
+        if self._replaced:  # a replaced row's current entries are all among the recent ones
+            kept = ~np.isin(rows, np.fromiter(self._replaced, np.uint32, len(self._replaced)))
+            keys, rows = keys[kept], rows[kept]
         pairs = [(key, row) for key, bucket in self._recent.items()
                  for row in ((bucket,) if isinstance(bucket, int) else bucket)]
         keys = np.concatenate([keys, np.fromiter((k for k, _ in pairs), np.int64, len(pairs))])
@@ -152,11 +152,7 @@ class BandIndex:
         self._keys, self._rows = keys[order], rows[order]
         self._recent.clear()
         self._recent_entries = 0
-        self._replaced = False
-
-    def _is_current(self, row: int, key: int) -> bool:
-        """Whether ``key`` is one of the row's band keys now."""
-        return key in self._band_keys(self._signature(row))
+        self._replaced.clear()
 
 
 __all__ = ["BandIndex"]
