@@ -1,4 +1,4 @@
-"""Memory and time of the near-duplicate index a page, against datasketch's in-memory MinHashLSH.
+"""Memory and time of the near-duplicate indexes a page, against datasketch's in-memory MinHashLSH.
 
     python bench/dedup.py [--pages 10000] [--seed 0] [--threshold 0.9]
 
@@ -6,9 +6,12 @@ Both index the same MinHash signatures (128 permutations, the bands ``band_param
 written like the soak web's (one vocabulary, a third of the pages near copies of another) under
 URL keys, with the same duplicate check: query the bands, verify the similarity, keep the page if
 it is new. The baseline is the index focuscrawl used before ``BandIndex``: datasketch's MinHashLSH
-plus each kept page's MinHash object. Bytes a page are the Python allocations tracemalloc sees
-(numpy's included) while the index is built and kept; both run in the same invocation, so their
-ratio holds on a noisy machine.
+plus each kept page's MinHash object. ``BandIndex`` is the in-process index (no crawl store); the
+crawl store's index (``focuscrawl.store.dedup``, what a crawl uses) writes into a crawl store in
+a temporary directory and commits after every page, as the crawl's store does. Bytes a page are
+the Python allocations tracemalloc sees (numpy's included) while the index is built and kept;
+SQLite's own page cache is not among them (bounded: 2 MB by default), the store's file size a
+page is printed beside. All run in the same invocation, so their ratios hold on a noisy machine.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import argparse
 import gc
 import random
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -27,6 +31,8 @@ from datasketch import MinHash, MinHashLSH  # noqa: E402
 
 from focuscrawl.dedup import NearDuplicateIndex  # noqa: E402
 from focuscrawl.dedup.fingerprints import band_params, word_shingles  # noqa: E402
+from focuscrawl.store import CrawlStore  # noqa: E402
+from focuscrawl.store.dedup import StoreNearIndex  # noqa: E402
 
 
 def pages(count: int, seed: int) -> list[tuple[str, str]]:
@@ -62,6 +68,21 @@ class DatasketchIndex:
         return None
 
 
+class CommittedStoreIndex:
+    """The crawl store's index, committed after each page as the crawl commits each page."""
+
+    def __init__(self, directory: str, threshold: float) -> None:
+        self.store = CrawlStore(Path(directory) / "crawl.db")
+        self.store.begin_crawl()
+        self.index = StoreNearIndex(self.store.connection, self.store.crawl_id, threshold=threshold)
+        self.store.connection.commit()
+
+    def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
+        found = self.index.find_or_add_minhash(key, m)
+        self.store.connection.commit()
+        return found
+
+
 def measure(index, signed: list[tuple[str, MinHash]]) -> tuple[int, float, int]:
     """(bytes allocated and kept, seconds, duplicates found) for indexing ``signed``."""
     gc.collect()
@@ -88,13 +109,21 @@ def main() -> None:
           f"(bands, rows) {band_params(args.threshold, 128)}\n")
     print("| index | bytes a page | µs a page | duplicates |\n|---|---:|---:|---:|")
     results = {}
-    for name, index in (("datasketch MinHashLSH + MinHash objects", DatasketchIndex(args.threshold)),
-                        ("BandIndex (focuscrawl)", NearDuplicateIndex(threshold=args.threshold))):
-        used, seconds, duplicates = results[name] = measure(index, signed)
-        print(f"| {name} | {used / args.pages:,.0f} | {1e6 * seconds / args.pages:,.0f} | {duplicates} |")
-        del index
-    (base, base_s, _), (ours, ours_s, _) = results.values()
-    print(f"\nratio BandIndex / datasketch: memory {ours / base:.2f}, time {ours_s / base_s:.2f}")
+    with tempfile.TemporaryDirectory() as directory:
+        for name, make in (("datasketch MinHashLSH + MinHash objects", lambda: DatasketchIndex(args.threshold)),
+                           ("BandIndex (in process)", lambda: NearDuplicateIndex(threshold=args.threshold)),
+                           ("crawl store (on disk)", lambda: CommittedStoreIndex(directory, args.threshold))):
+            index = make()
+            used, seconds, duplicates = results[name] = measure(index, signed)
+            print(f"| {name} | {used / args.pages:,.0f} | {1e6 * seconds / args.pages:,.0f} | {duplicates} |")
+            if isinstance(index, CommittedStoreIndex):
+                index.store.close()
+                size = sum(p.stat().st_size for p in Path(directory).iterdir())
+            del index
+    (base, base_s, _), (bands, bands_s, _), (store, store_s, _) = results.values()
+    print(f"\nthe crawl store's file: {size / args.pages:,.0f} bytes a page on disk")
+    print(f"ratio to datasketch: BandIndex memory {bands / base:.2f}, time {bands_s / base_s:.2f}; "
+          f"crawl store memory {store / base:.3f}, time {store_s / base_s:.2f}")
 
 
 if __name__ == "__main__":

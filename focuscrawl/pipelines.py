@@ -7,7 +7,8 @@ The work is done by the Scrapy-free cores in focuscrawl.dedup and focuscrawl.sto
 
 Nothing is lost when the crawl is killed: the store commits every page, the feed has each item
 before it counts as exported (focuscrawl/feeds.py), and a crawl resumed from its JOBDIR takes up
-the same crawl id, rebuilds its duplicate indexes from the stored pages, and re-emits the relevant
+the same crawl id, finds its duplicate indexes in the store as its pages left them (they are
+committed with each page), and re-emits the relevant
 pages no feed has yet (``signals.crawl_opened``; the spider emits them first). A page fetched
 again after a kill is not exported twice.
 
@@ -32,6 +33,7 @@ from focuscrawl.dedup import ExactDuplicateIndex, NearDuplicateIndex, content_ha
 from focuscrawl.feeds import feeds_durability
 from focuscrawl.items import PageItem
 from focuscrawl.store import FIELDS, CrawlStore, StoreError, resolve_store_path
+from focuscrawl.store.dedup import StoreExactIndex, StoreNearIndex
 
 #: In JOBDIR: which crawl of which store this JOBDIR's crawl is, so a resumed run takes it up again.
 CRAWL_RECORD = "focus-crawl.json"
@@ -46,25 +48,29 @@ class DuplicatesPipeline:
 
     Exact duplicates by content hash first (cheap), then near-duplicates by MinHash LSH with
     FOCUS_NEAR_DUP_THRESHOLD, FOCUS_MINHASH_PERMUTATIONS and FOCUS_SHINGLE_SIZE. Pages without
-    text (errors, non-HTML) are never duplicates. The indexes live in memory for one crawl, or in
-    Redis for a crawl shared by several workers (FOCUS_FRONTIER_URL).
+    text (errors, non-HTML) are never duplicates. The indexes live in the crawl store beside the
+    crawl's pages (``focuscrawl.store.dedup``: nothing a page in memory, committed with each page),
+    in Redis for a crawl shared by several workers (FOCUS_FRONTIER_URL), or in memory when no
+    store is opened (StorePipeline not enabled). A page the store's index cannot judge (a store
+    error) goes on unmarked, counted as ``focus/dedup/errors``.
     """
 
     def __init__(self, stats, config: FocusConfig = DEFAULTS) -> None:
         self.stats = stats
-        parameters = {"threshold": config.near_dup_threshold, "num_perm": config.minhash_permutations,
-                      "shingle_size": config.shingle_size}
-        if config.frontier_url:
+        self.parameters = {"threshold": config.near_dup_threshold, "num_perm": config.minhash_permutations,
+                           "shingle_size": config.shingle_size}
+        self.shared = bool(config.frontier_url)
+        if self.shared:
             # one crawl over several workers: a page is a duplicate of what any of them kept
             from focuscrawl.distributed.connection import Keys, connect
             from focuscrawl.distributed.dedup import RedisExactIndex, RedisNearIndex
 
             client, keys = connect(config.frontier_url), Keys(config.crawl_id)
             self.exact = RedisExactIndex(client, keys)
-            self.near = RedisNearIndex(client, keys, **parameters)
+            self.near = RedisNearIndex(client, keys, **self.parameters)
         else:
             self.exact = ExactDuplicateIndex()
-            self.near = NearDuplicateIndex(**parameters)
+            self.near = NearDuplicateIndex(**self.parameters)
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -73,16 +79,23 @@ class DuplicatesPipeline:
         return pipeline
 
     def _on_crawl_opened(self, store, crawl_id, resumed, to_export=(), **kwargs):
-        """A resumed crawl's pages are judged against the pages it stored before the kill, in the
-        order it fetched them, as if it had never stopped (a shared crawl's indexes are in Redis,
-        where they survived)."""
-        if not resumed or not isinstance(self.exact, ExactDuplicateIndex):
+        """The crawl's indexes are taken from its store (a shared crawl's are in Redis). A resumed
+        crawl finds them as its stored pages left them; one whose pages were stored without them
+        (an older focuscrawl, other near-duplicate parameters) has them rebuilt from its pages, in
+        the order it fetched them, as if it had never stopped."""
+        if self.shared:
             return
-        pages = 0
-        for page in store.iter_pages(crawl=crawl_id):
-            self._find(page)
-            pages += 1
-        logger.info("duplicate indexes rebuilt from %d stored pages of crawl %d", pages, crawl_id)
+        self.exact = StoreExactIndex(store.connection, crawl_id)
+        self.near = StoreNearIndex(store.connection, crawl_id, **self.parameters)
+        if resumed and not self.near.kept:
+            self.exact.clear()
+            self.near.clear()
+            pages = 0
+            for page in store.iter_pages(crawl=crawl_id):
+                self._find(page)
+                pages += 1
+            logger.info("duplicate indexes rebuilt from %d stored pages of crawl %d", pages, crawl_id)
+        store.connection.commit()  # the tables made: no write left open while the crawl starts
 
     def _find(self, page) -> tuple[str, str] | None:
         """(original, kind) of a page whose text was seen before; remembers the page otherwise."""
@@ -102,7 +115,12 @@ class DuplicatesPipeline:
             return item  # judged before the kill
         if (adapter.get("extra") or {}).get("revisit"):
             return item  # a new version of a page judged at its first fetch: not a copy of itself
-        found = self._find(adapter)
+        try:
+            found = self._find(adapter)
+        except StoreError as exc:
+            logger.warning("%s not checked for duplicates: %s", adapter.get("url"), exc)
+            self.stats.inc_value("focus/dedup/errors")
+            return item
         if found is not None:
             adapter["duplicate_of"], adapter["duplicate_kind"] = found
             self.stats.inc_value(f"focus/dedup/{found[1]}")

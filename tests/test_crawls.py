@@ -5,6 +5,7 @@ again after a kill is not exported twice, and ``scrapy export`` exports one craw
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import subprocess
@@ -160,6 +161,23 @@ def test_a_resumed_jobdir_takes_its_crawl_up_and_emits_what_no_feed_has(tmp_path
     with CrawlStore(tmp_path / "job" / "crawl.db", create=False) as db:
         assert [(c["id"], c["end_reason"]) for c in db.crawls()] == [(1, "finished")]
         assert {p["url"] for p in db.iter_pages(exported=True)} == {"http://a/1", "http://a/2"}
+
+
+@pytest.mark.parametrize("older_store", [False, True])
+def test_a_resumed_crawl_finds_its_duplicate_indexes_or_rebuilds_them_from_its_pages(tmp_path, caplog, older_store):
+    crawler, dedup, store, gate, _ = _pipelines(tmp_path)
+    for item in (page("http://a/1"), page("http://a/2", text="a page of its own " * 30), page("http://a/3")):
+        _through(crawler, (dedup, store, gate), item)
+    if older_store:  # pages stored by a focuscrawl that kept its indexes in memory
+        with sqlite3.connect(tmp_path / "job" / "crawl.db") as db:
+            for table in ("dedup_exact", "dedup_near", "dedup_bands", "dedup_parameters"):
+                db.execute(f"DROP TABLE {table}")
+    with caplog.at_level(logging.INFO, logger="focuscrawl.pipelines"):
+        crawler2, dedup2, *_ = _pipelines(tmp_path)
+    assert ("rebuilt from 3 stored pages" in caplog.text) is older_store
+    assert dedup2.process_item(page("http://b/copy")).duplicate_of == "http://a/1"
+    assert dedup2.process_item(page("http://b/own", text="a page of its own " * 30)).duplicate_of == "http://a/2"
+    assert dedup2.process_item(page("http://a/2", text="a page of its own " * 30)).duplicate_of is None
 
 
 def test_a_new_jobdir_into_the_same_store_is_a_new_crawl(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import textwrap
@@ -87,6 +88,25 @@ def test_store_pipeline_stores_everything_at_the_resolved_path(tmp_path):
     assert [(p["url"], p["duplicate_kind"]) for p in pages] == [("http://a/1", None), ("http://a/2", "exact")]
     assert crawler.stats.get_value("focus/store/pages") == 2
     assert crawler.stats.get_value("focus/store/skipped") == 1
+
+
+def test_duplicate_indexes_live_in_the_store_and_a_failing_one_lets_the_page_through(tmp_path, caplog):
+    crawler = get_crawler(settings_dict={"JOBDIR": str(tmp_path / "job")})
+    dedup, store = DuplicatesPipeline.from_crawler(crawler), StorePipeline.from_crawler(crawler)
+    store.open_spider()
+    for page in (item("http://a/1"), item("http://a/2", text=BODY.upper())):
+        store.process_item(dedup.process_item(page))
+    rows = store.store.connection.execute("SELECT url FROM dedup_exact").fetchall()
+    assert rows == [("http://a/1",)]  # committed with the page: none a page in this process
+    store.store.connection.execute("DROP TABLE dedup_near")
+    with caplog.at_level(logging.WARNING):
+        kept = dedup.process_item(item("http://a/3", text="Updated today. " + BODY))
+    assert kept.duplicate_of is None and "http://a/3 not checked for duplicates" in caplog.text
+    assert crawler.stats.get_value("focus/dedup/errors") == 1
+    store.process_item(kept)  # the page is stored all the same
+    store.close_spider()
+    with CrawlStore(tmp_path / "job" / "crawl.db", create=False) as db:
+        assert [p["url"] for p in db.iter_pages()] == ["http://a/1", "http://a/2", "http://a/3"]
 
 
 # --- a real crawl: the project's ITEM_PIPELINES run by Scrapy, feed export included ---------------

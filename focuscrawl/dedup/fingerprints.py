@@ -4,11 +4,13 @@ Pages that differ only in a date line, a counter or a boilerplate edit are the s
 reader, so they should not be exported twice. The exact hash catches byte-for-byte copies (after
 case and whitespace normalisation) cheaply; MinHash over word shingles catches the rest.
 
-Both indexes keep everything in memory: a content hash a page for the exact one; for the near one,
-a signature of ``num_perm`` 32-bit values and its LSH band keys (``bands.BandIndex``, ~0.7 KB a
-page at 128 permutations: 0.7 GB for a million unique pages). A page's text is shingled and
-hashed a piece at a time, so a big page costs a few megabytes while it is signed, not its size in
-small objects.
+The indexes here keep everything in memory: a content hash a page for the exact one; for the near
+one, a signature of ``num_perm`` 32-bit values and its LSH band keys (``bands.BandIndex``, ~0.7 KB
+a page at 128 permutations: 0.7 GB for a million unique pages). A crawl keeps the same indexes in
+its crawl store instead (``focuscrawl.store.dedup``; in Redis when shared,
+``focuscrawl.distributed.dedup``): these are for a process without a store. A page's text is
+shingled and hashed a piece at a time, so a big page costs a few megabytes while it is signed, not
+its size in small objects.
 """
 
 from __future__ import annotations

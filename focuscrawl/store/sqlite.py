@@ -331,6 +331,12 @@ class CrawlStore:
             raise StoreError(f"the crawl store {self.path} is closed")
         return self._conn
 
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The open connection, for a crawl's tables kept beside its pages (its duplicate indexes,
+        ``focuscrawl.store.dedup``): what is written through it is committed with the next page."""
+        return self._db
+
     def _abandon(self) -> None:
         if self._conn is not None:
             self._conn.close()
