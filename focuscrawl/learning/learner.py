@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from focuscrawl.bounded import drop_oldest
 from focuscrawl.config import DEFAULTS
 from focuscrawl.learning.link_words import LinkWordCounts
 from focuscrawl.urls import host_and_prefix, host_key, path_prefix
@@ -173,7 +174,10 @@ class _PathNode:
     __slots__ = ("features", "url", "parent", "reward", "children_value", "passed_up", "counted")
 
     def __init__(self, features: Vector | None, url: str, parent: str | None, reward: float):
-        self.features = features
+        # the link's features packed in one bytes object (indices, then values): a node lives as
+        # long as the crawl holds its page (up to ``max_nodes``), and two arrays in a tuple cost
+        # about 300 bytes more a node than the 8 bytes a feature they hold
+        self.features = _packed(features)
         self.url = url
         self.parent = parent
         self.reward = reward
@@ -183,6 +187,22 @@ class _PathNode:
 
     def value(self, decay: float, hub_cap: float = DEFAULTS.hub_cap) -> float:
         return self.reward + decay * min(self.children_value, hub_cap)
+
+    @property
+    def vector(self) -> Vector | None:
+        """The link's features (read-only views of the packed bytes), None when it had none."""
+        features = self.features
+        if features is None or isinstance(features, tuple):  # a checkpoint from before they were packed
+            return features
+        n = len(features) // 8
+        return np.frombuffer(features, np.int32, n), np.frombuffer(features, np.float32, n, 4 * n)
+
+
+def _packed(vector: Vector | None) -> bytes | None:
+    if vector is None:
+        return None
+    idx, val = vector
+    return np.asarray(idx, np.int32).tobytes() + np.asarray(val, np.float32).tobytes()
 
 
 class LinkRewardLearner:
@@ -410,6 +430,9 @@ class LinkRewardLearner:
         """A page reached by a link with ``features`` (from ``parent_url``) was worth ``reward``;
         ``wasted``: the request bought nothing (404, error, useless type, duplicate)."""
         self.observations += 1
+        held = self.nodes.get(parent_url) if parent_url else None
+        if held is not None:
+            parent_url = held.url  # one string for the parent's URL, whoever holds it
         self._train_link(features, url, parent_url, reward)  # as scored before this outcome was known
         places = [(self.hosts, host_key(url)), (self.prefixes, path_prefix(url))]
         if parent_url:
@@ -423,8 +446,8 @@ class LinkRewardLearner:
                     self.new_hosts.relevant += int(relevant)
                     self.new_hosts.wasted += int(wasted)
                     self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
-                if table is self.children and len(table) > self.max_nodes:
-                    table.pop(next(iter(table)))
+                if table is self.children:
+                    drop_oldest(table, self.max_nodes)
             stats.fetched += 1
             stats.relevant += int(relevant)
             stats.wasted += int(wasted)
@@ -507,13 +530,13 @@ class LinkRewardLearner:
             return
         label = min(1.0, max(0.0, node.value(self.credit_decay, self.hub_cap)))
         if node.counted is None:
-            self.words.add(node.features, label)
+            self.words.add(node.vector, label)
         elif label != node.counted:
-            self.words.add(node.features, label - node.counted, links=0.0)
+            self.words.add(node.vector, label - node.counted, links=0.0)
         node.counted = label
 
     def _train(self, node: _PathNode) -> None:
-        self._train_link(node.features, node.url, node.parent, node.value(self.credit_decay, self.hub_cap))
+        self._train_link(node.vector, node.url, node.parent, node.value(self.credit_decay, self.hub_cap))
 
     def _train_link(self, features: Features | Vector | None, url: str, parent: str | None, target: float) -> None:
         vector = _as_vector(self, features)
