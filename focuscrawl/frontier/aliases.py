@@ -26,9 +26,13 @@ the content hash of every page fetched) and asks ``canonical`` at admission and 
 
 from __future__ import annotations
 
+import hashlib
 import re
+import sys
 from collections import Counter
 from urllib.parse import urlsplit, urlunsplit
+
+from focuscrawl.bounded import drop_oldest
 
 INDEX_NAME = re.compile(r"^(index|default|home|welcome)\.(s?html?|php[0-9]?|aspx?|jsp|cgi)$", re.IGNORECASE)
 #: the evidence against the slash rule it takes to outweigh one redirect
@@ -57,6 +61,15 @@ def _last_segment(path: str) -> str:
     return path.rsplit("/", 1)[-1]
 
 
+def _key(*parts: str) -> int:
+    """A page's or a directory's place (or a content hash) as a 64-bit number: the evidence is kept
+    for up to ``max_pages`` pages, and tuples of fresh strings cost ~400 bytes a page where two
+    numbers and a shared host name cost ~150. The same in every process (a checkpoint keeps them);
+    two places colliding would only pair two pages whose content hashes also collide."""
+    data = "\x00".join(parts).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
 class HostAliases:
     """The aliases learned so far, and the evidence they were learned from."""
 
@@ -68,10 +81,11 @@ class HostAliases:
         self.index_votes: dict[str, Counter[str]] = {}  # netloc -> index name -> agreeing pairs
         self.www_votes: dict[str, Counter[str]] = {}  # bare netloc -> preferred netloc -> agreeing pairs
         self.mistakes: Counter[tuple[str, str, str]] = Counter()  # (rule, host key, choice) -> failed re-spellings
-        # evidence awaiting its pair: (netloc, directory) -> (digest, index name or "") and
-        # (scheme, bare netloc, path, query) -> (netloc, digest); insertion-ordered, bounded
-        self._dirs: dict[tuple[str, str], tuple[str, str]] = {}
-        self._pages: dict[tuple[str, str, str, str], tuple[str, str]] = {}
+        # evidence awaiting its pair, by ``_key``: (netloc, directory) -> (digest, index name or "")
+        # and (scheme, bare netloc, path, query) -> (netloc, digest), the digests as ``_key`` of
+        # the content hash, the names shared (sys.intern); insertion-ordered, bounded
+        self._dirs: dict[int, tuple[int, str]] = {}
+        self._pages: dict[int, tuple[str, int]] = {}
         self.version = 0  # bumped whenever a rule starts or stops holding
         # the rules that hold: slash hosts, index names per host, preferred name per bare host
         self._slash: set[str] = set()
@@ -101,7 +115,8 @@ class HostAliases:
         parts = _split(url)
         if parts is None or not digest:
             return
-        netloc, path = parts.netloc, parts.path or "/"
+        netloc, path = sys.intern(parts.netloc), parts.path or "/"
+        digest_key = _key(digest)
         last = _last_segment(path)
         if not redirected and not parts.query and last and "." not in last:
             self.slash_against[netloc] += 1
@@ -109,18 +124,18 @@ class HostAliases:
         if not parts.query:
             name = last if INDEX_NAME.match(last) else ""
             if name or path.endswith("/"):
-                key = (netloc, path[: len(path) - len(name)])
+                key = _key(netloc, path[: len(path) - len(name)])
                 other = self._dirs.get(key)
                 if other is None:
-                    self._remember(self._dirs, key, (digest, name))
-                elif other[0] == digest and other[1] != name:
+                    self._remember(self._dirs, key, (digest_key, sys.intern(name)))
+                elif other[0] == digest_key and other[1] != name:
                     self._vote(self.index_votes, netloc, (name or other[1]).lower())
                     self._update_index(netloc)
-        key = (parts.scheme, _bare(netloc), path, parts.query)
+        key = _key(parts.scheme, _bare(netloc), path, parts.query)
         first = self._pages.get(key)
         if first is None:
-            self._remember(self._pages, key, (netloc, digest))
-        elif first[0] != netloc and first[1] == digest:
+            self._remember(self._pages, key, (netloc, digest_key))
+        elif first[0] != netloc and first[1] == digest_key:
             self._vote(self.www_votes, _bare(netloc), first[0])
             self._update_www(_bare(netloc))
 
@@ -141,8 +156,7 @@ class HostAliases:
 
     def _remember(self, table: dict, key, value) -> None:
         table[key] = value
-        if len(table) > self.max_pages:
-            del table[next(iter(table))]
+        drop_oldest(table, self.max_pages)
 
     @staticmethod
     def _vote(votes: dict[str, Counter[str]], key: str, choice: str) -> None:
@@ -221,12 +235,12 @@ class HostAliases:
         index, www = self._index, self._www
         netloc, path = parts.netloc, parts.path or "/"
         if path.endswith("/") and not parts.query:
-            before = self._dirs.get((netloc, path))
+            before = self._dirs.get(_key(netloc, path))
             if before is not None and before[1] and before[1].lower() in index.get(netloc, ()):
                 return True
         bare = _bare(netloc)
         if bare in www:
-            before = self._pages.get((parts.scheme, bare, path, parts.query))
+            before = self._pages.get(_key(parts.scheme, bare, path, parts.query))
             if before is not None and before[0] != netloc:
                 return True
         return False
