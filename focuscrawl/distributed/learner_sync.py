@@ -70,6 +70,7 @@ from collections.abc import Iterable
 import numpy as np
 import redis
 
+from focuscrawl.bounded import drop_oldest
 from focuscrawl.learning.learner import UNSEEN_HOST_EVIDENCE, _Yield
 
 logger = logging.getLogger(__name__)
@@ -259,8 +260,8 @@ class _Table(dict):
             stats = get(self, key)
             if stats is None:
                 dict.__setitem__(self, key, _counts(key, changes, delta))
-                if limit is not None and len(self) > limit:
-                    self.pop(next(iter(self)))
+                if limit is not None:
+                    drop_oldest(self, limit)
             else:
                 for setter, value, now in zip(_SETTERS, delta, _values(stats)):
                     setter(stats, now + value)
