@@ -199,6 +199,10 @@ class FocusConfig:
     frontier_capacity: int = setting(
         "FOCUS_FRONTIER_CAPACITY", 1_000_000, _number(int, 1),
         "URLs the frontier holds; past it the lowest-priority are pruned (spilled with JOBDIR).")
+    learner_nodes: int = setting(
+        "FOCUS_LEARNER_NODES", 200_000, _number(int, 1),
+        "Fetched pages the link learner keeps so that credit can flow back along their paths to the "
+        "links that led there (about 0.6 KB a page; the least recently credited are forgotten first).")
     memory_trim_seconds: float = setting(
         "FOCUS_MEMORY_TRIM_SECONDS", 60.0, _number(float),
         "Hand memory freed after a big page back to the OS every this many seconds (glibc's malloc_trim; "
@@ -248,6 +252,11 @@ class FocusConfig:
         "Learn per host which spellings of a URL it serves one page at (a redirect from /dir to "
         "/dir/, the same page at /dir/ and /dir/index.html, or at www.host and host: "
         "focuscrawl/frontier/aliases.py) and fetch its queued and future URLs in one spelling.")
+    url_aliases_pages: int = setting(
+        "FOCUS_URL_ALIASES_PAGES", 100_000, _number(int, 1),
+        "Fetched pages whose spellings and content hashes are kept as evidence for URL aliases until "
+        "another spelling of the page pairs with them (about 0.2 KB a page; the oldest forgotten first: "
+        "a host's rules are learned from its first pages).")
     exclude_file: str | None = setting(
         "FOCUS_EXCLUDE_FILE", None, _optional(_text),
         "Exclusion list (hosts, domains, URL patterns; '#' comments), re-read when it changes.")

@@ -175,8 +175,9 @@ class FocusScheduler:
             admission.exclusion = SharedExclusionList(shared.client, shared.keys, config.exclude_file,
                                                       config.exclude_check_seconds)
         learner = LinkRewardLearner(credit_decay=config.credit_decay, exploration=config.exploration,
-                                    hub_cap=config.hub_cap, learning_rate=config.learning_rate)
-        aliases = HostAliases() if config.url_aliases else None
+                                    hub_cap=config.hub_cap, learning_rate=config.learning_rate,
+                                    max_nodes=config.learner_nodes)
+        aliases = HostAliases(max_pages=config.url_aliases_pages) if config.url_aliases else None
         if config.jobdir and shared is not None:
             logger.warning("JOBDIR keeps the spider's state only: the shared frontier lives in Redis (%s)",
                            config.frontier_url)

@@ -11,6 +11,7 @@ from scrapy.settings import Settings
 from focuscrawl import settings as project
 from focuscrawl.config import DEFAULTS, ConfigError, FocusConfig
 from focuscrawl.dedup import NearDuplicateIndex
+from focuscrawl.frontier.aliases import HostAliases
 from focuscrawl.learning import LinkRewardLearner
 from focuscrawl.politeness import DelayPolicy, ExclusionList, TrapRules
 
@@ -55,6 +56,7 @@ def test_the_cores_default_to_the_settings_defaults():
     assert (traps.max_depth, traps.max_url_length, traps.max_repeated_segments) == (
         DEFAULTS.max_depth, DEFAULTS.max_url_length, DEFAULTS.max_repeated_segments)
     assert ExclusionList().check_seconds == DEFAULTS.exclude_check_seconds
+    assert (learner.max_nodes, HostAliases().max_pages) == (DEFAULTS.learner_nodes, DEFAULTS.url_aliases_pages)
 
 
 def test_values_are_converted_as_scrapy_reads_them():

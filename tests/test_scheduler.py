@@ -699,3 +699,11 @@ def test_a_head_check_that_finds_a_document_lets_its_get_through():
     head = off.next_request()
     assert head.callback(Response(head.url, status=200, headers={"Content-Type": "application/pdf"},
                                   request=head)) is None
+
+
+def test_the_per_page_bounds_come_from_the_settings():
+    scheduler = make_scheduler(FOCUS_LEARNER_NODES=50, FOCUS_URL_ALIASES_PAGES=40)
+    assert (scheduler.learner.max_nodes, scheduler.aliases.max_pages) == (50, 40)
+    for i in range(120):
+        scheduler.learner.observe(f"http://h0.test/p{i}.html", "http://h0.test/", None, 0.1, False)
+    assert len(scheduler.learner.nodes) <= 50 and "http://h0.test/p119.html" in scheduler.learner.nodes

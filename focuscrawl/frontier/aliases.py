@@ -33,6 +33,7 @@ from collections import Counter
 from urllib.parse import urlsplit, urlunsplit
 
 from focuscrawl.bounded import drop_oldest
+from focuscrawl.config import DEFAULTS
 
 INDEX_NAME = re.compile(r"^(index|default|home|welcome)\.(s?html?|php[0-9]?|aspx?|jsp|cgi)$", re.IGNORECASE)
 #: the evidence against the slash rule it takes to outweigh one redirect
@@ -73,7 +74,7 @@ def _key(*parts: str) -> int:
 class HostAliases:
     """The aliases learned so far, and the evidence they were learned from."""
 
-    def __init__(self, min_evidence: int = 2, max_pages: int = 100_000):
+    def __init__(self, min_evidence: int = 2, max_pages: int = DEFAULTS.url_aliases_pages):
         self.min_evidence = min_evidence
         self.max_pages = max_pages
         self.slash_for: Counter[str] = Counter()   # netloc -> redirects /dir -> /dir/

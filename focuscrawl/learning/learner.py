@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -207,7 +206,7 @@ def _packed(vector: Vector | None) -> bytes | None:
 
 class LinkRewardLearner:
     def __init__(self, credit_decay: float = DEFAULTS.credit_decay, exploration: float = DEFAULTS.exploration,
-                 credit_hops: int = 3, max_nodes: int = 200_000, version_every: int = VERSION_EVERY, bits: int = 20,
+                 credit_hops: int = 3, max_nodes: int = DEFAULTS.learner_nodes, version_every: int = VERSION_EVERY, bits: int = 20,
                  hub_cap: float = DEFAULTS.hub_cap, learning_rate: float = DEFAULTS.learning_rate,
                  link_model: bool = True):
         # Priors: the weights the crawl starts from. A link on a seed page ("depth:1") starts at the
@@ -244,7 +243,9 @@ class LinkRewardLearner:
         # student recall@1000 73% -> 17%), while the topic model reading a link's words is
         self.words = LinkWordCounts(len(self.model.coef_))
         self.learn_words = not link_model
-        self.nodes: OrderedDict[str, _PathNode] = OrderedDict()
+        # the pages credit can flow back to, least recently credited first (a plain dict: an
+        # OrderedDict costs ~50 bytes a node more; ``_touch`` moves a node to the end)
+        self.nodes: dict[str, _PathNode] = {}
         # Credit owed to parent pages this learner does not hold: URL -> (change, hops left). None
         # drops it (one process holds every page it fetched, up to ``max_nodes``); a shared
         # crawl's learner sync sets a dict and hands it to the worker that fetched the parent.
@@ -257,6 +258,8 @@ class LinkRewardLearner:
         self.__dict__.setdefault("new_hosts", _Yield())  # a checkpoint from before it was kept
         self.__dict__.setdefault("hub_cap", DEFAULTS.hub_cap)
         self.__dict__.setdefault("credit_elsewhere", None)
+        if type(self.nodes) is not dict:  # a checkpoint that kept them in an OrderedDict
+            self.nodes = dict(self.nodes)
         self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
         self._dynamic_index = {name: self.model.index(name) for name in DYNAMIC_FEATURES}
         self._link_score_index = self.model.index("link_score")
@@ -455,8 +458,7 @@ class LinkRewardLearner:
         if node is None:
             node = _PathNode(_as_vector(self, features), url, parent_url, reward)
             self.nodes[url] = node
-            if len(self.nodes) > self.max_nodes:
-                self.nodes.popitem(last=False)
+            drop_oldest(self.nodes, self.max_nodes)
         else:
             node.reward = reward
         self._count_words(node)
@@ -482,10 +484,14 @@ class LinkRewardLearner:
                 return
             parent.children_value += contribution - node.passed_up
             node.passed_up = contribution
-            self.nodes.move_to_end(parent.url)
+            self._touch(parent.url)
             self._train(parent)
             self._count_words(parent)
             node = parent
+
+    def _touch(self, url: str) -> None:
+        """The node of ``url`` was credited: the last to be forgotten."""
+        self.nodes[url] = self.nodes.pop(url)
 
     def credit(self, url: str, change: float, hops: int) -> bool:
         """What the children of page ``url`` are worth changed by ``change``, as learned by another
@@ -496,7 +502,7 @@ class LinkRewardLearner:
         if node is None:
             return False
         node.children_value += change
-        self.nodes.move_to_end(url)
+        self._touch(url)
         self._train(node)
         self._count_words(node)
         self._credit_ancestors(node, hops - 1)
