@@ -34,6 +34,34 @@ def article(seed: int, words: int = 400) -> str:
 ORIGINAL = "Published on 12 March 2024 by the editors\n" + article(1) + "\nCopyright 2024 Example Corp. All rights reserved."
 
 
+def near_copy(text: str, seed: int, changes: int = 3) -> str:
+    """``text`` with ``changes`` of its words replaced."""
+    rng = random.Random(seed)
+    words = text.split()
+    for _ in range(changes):
+        words[rng.randrange(len(words))] = f"x{rng.randrange(10**6)}"
+    return " ".join(words)
+
+
+def crawl_like_calls(count: int, seed: int) -> list[tuple[str, str]]:
+    """(key, text) as a crawl hands pages to a duplicate index (like the soak web's): a third near
+    copies of another page, some shorter than a shingle, some keys fetched again (with the same
+    or other content)."""
+    rng = random.Random(seed)
+    texts: list[str] = []
+    calls = []
+    for i in range(count):
+        if texts and i % 3 == 0:
+            text = near_copy(rng.choice(texts), i, changes=rng.randrange(1, 15))
+        elif i % 17 == 5:
+            text = rng.choice(["Not found", "Access denied", "Page moved here"])
+        else:
+            text = " ".join(f"w{rng.randrange(3000)}" for _ in range(rng.randrange(50, 300)))
+        texts.append(text)
+        calls.append((f"http://h{rng.randrange(5)}/{rng.randrange(int(count * 0.8))}", text))
+    return calls
+
+
 def test_content_hash_ignores_case_and_whitespace_only():
     assert content_hash("Hello   World\n\tagain ") == content_hash("hello world again")
     assert content_hash("hello world again") == hashlib.sha1(b"hello world again").hexdigest()

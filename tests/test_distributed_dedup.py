@@ -14,7 +14,7 @@ from focuscrawl.dedup import ExactDuplicateIndex, NearDuplicateIndex, content_ha
 from focuscrawl.dedup.fingerprints import jaccard
 from focuscrawl.distributed.connection import Keys
 from focuscrawl.distributed.dedup import RedisExactIndex, RedisNearIndex
-from tests.test_dedup import ORIGINAL, article
+from tests.test_dedup import ORIGINAL, article, crawl_like_calls, near_copy
 
 
 @pytest.fixture
@@ -25,14 +25,6 @@ def client(redis_url):
 
 def near(client, crawl="c", **kwargs) -> RedisNearIndex:
     return RedisNearIndex(client, Keys(crawl), **kwargs)
-
-
-def near_copy(text: str, seed: int, changes: int = 3) -> str:
-    rng = random.Random(seed)
-    words = text.split()
-    for _ in range(changes):
-        words[rng.randrange(len(words))] = f"x{rng.randrange(10**6)}"
-    return " ".join(words)
 
 
 # -- the exact index ----------------------------------------------------------------------------
@@ -194,19 +186,7 @@ def test_the_earliest_of_equally_similar_wins(client, first):
 @pytest.mark.parametrize("threshold", [0.5, 0.8, 0.9, 1.0])
 def test_same_answers_as_the_in_process_index(client, threshold):
     """Pages as the soak web writes them (a third near copies of another): every answer equal."""
-    rng = random.Random(int(threshold * 10))
-    texts: list[str] = []
-    calls = []
-    for i in range(90):
-        if texts and i % 3 == 0:
-            text = near_copy(rng.choice(texts), i, changes=rng.randrange(1, 15))
-        elif i % 17 == 5:
-            text = rng.choice(["Not found", "Access denied", "Page moved here"])
-        else:
-            text = " ".join(f"w{rng.randrange(3000)}" for _ in range(rng.randrange(50, 300)))
-        texts.append(text)
-        key = f"http://h{rng.randrange(5)}/{rng.randrange(70)}"  # some keys fetched again
-        calls.append((key, text))
+    calls = crawl_like_calls(90, seed=int(threshold * 10))
     shared, local = near(client, threshold=threshold), NearDuplicateIndex(threshold=threshold)
     answers = [shared.find_or_add(*call) for call in calls]
     assert answers == [local.find_or_add(*call) for call in calls]

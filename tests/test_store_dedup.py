@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import random
 
 import pytest
 from hypothesis import given, settings
@@ -12,15 +11,7 @@ from hypothesis import strategies as st
 from focuscrawl.dedup import ExactDuplicateIndex, NearDuplicateIndex, content_hash
 from focuscrawl.store import CrawlStore, StoreError
 from focuscrawl.store.dedup import StoreExactIndex, StoreNearIndex
-from tests.test_dedup import ORIGINAL, article
-
-
-def near_copy(text: str, seed: int, changes: int = 3) -> str:
-    words = text.split()
-    rng = random.Random(seed)
-    for _ in range(changes):
-        words[rng.randrange(len(words))] = f"changed{rng.randrange(10**6)}"
-    return " ".join(words)
+from tests.test_dedup import ORIGINAL, article, crawl_like_calls, near_copy
 
 
 @pytest.fixture
@@ -35,24 +26,6 @@ def indexes(store, crawl=None, **parameters):
     return StoreExactIndex(store.connection, crawl), StoreNearIndex(store.connection, crawl, **parameters)
 
 
-def pages(count: int, seed: int) -> list[tuple[str, str]]:
-    """(key, text) calls as a crawl makes them: a third near copies of another page, some pages
-    shorter than a shingle, some keys fetched again (with the same or other content)."""
-    rng = random.Random(seed)
-    texts: list[str] = []
-    calls = []
-    for i in range(count):
-        if texts and i % 3 == 0:
-            text = near_copy(rng.choice(texts), i, changes=rng.randrange(1, 15))
-        elif i % 17 == 5:
-            text = rng.choice(["Not found", "Access denied", "Page moved here"])
-        else:
-            text = " ".join(f"w{rng.randrange(3000)}" for _ in range(rng.randrange(50, 300)))
-        texts.append(text)
-        calls.append((f"http://h{rng.randrange(5)}/{rng.randrange(int(count * 0.8))}", text))
-    return calls
-
-
 def judge(exact, near, key: str, text: str):
     """What DuplicatesPipeline asks: the exact index, then the near one."""
     return exact.find_or_add(key, content_hash(text)) or near.find_or_add(key, text)
@@ -60,7 +33,7 @@ def judge(exact, near, key: str, text: str):
 
 @pytest.mark.parametrize("threshold", [0.5, 0.8, 0.9, 1.0])
 def test_same_answers_as_the_in_process_indexes(store, threshold):
-    calls = pages(120, seed=int(threshold * 10))
+    calls = crawl_like_calls(120, seed=int(threshold * 10))
     exact, near = indexes(store, threshold=threshold)
     memory = ExactDuplicateIndex(), NearDuplicateIndex(threshold=threshold)
     answers = [judge(exact, near, *call) for call in calls]

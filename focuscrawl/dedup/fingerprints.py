@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
+import numpy as np
 from datasketch import MinHash
 
 from focuscrawl.config import DEFAULTS
@@ -155,6 +156,16 @@ class MinHashIndex:
         # page's shingles): every signature takes the same ones from here instead (the same in every
         # process, so the signatures of a shared crawl's workers compare)
         self._template = MinHash(num_perm=num_perm)
+
+    def _as_signature(self, hashvalues) -> np.ndarray:
+        """A signature's values as little-endian uint32, what the shared and stored indexes keep
+        (MinHash values are below 2**32); one of another size is refused."""
+        values = np.asarray(hashvalues)
+        if len(values) != self.num_perm:
+            raise ValueError(f"expected a MinHash of {self.num_perm} permutations, got {len(values)}")
+        if values.size and int(values.max()) >= 1 << 32:
+            raise ValueError("MinHash values must be below 2**32 to be stored as uint32")
+        return values.astype("<u4")
 
     def minhash(self, shingles: Iterable[str]) -> MinHash:
         """The signature of a set of shingles (of none: datasketch's empty signature)."""

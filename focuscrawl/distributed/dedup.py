@@ -196,14 +196,6 @@ class RedisNearIndex(MinHashIndex):
             self.client.hset(self._signatures, number, signature.tobytes())
         return None
 
-    def _as_signature(self, hashvalues) -> np.ndarray:
-        values = np.asarray(hashvalues)
-        if len(values) != self.num_perm:
-            raise ValueError(f"expected a MinHash of {self.num_perm} permutations, got {len(values)}")
-        if values.size and int(values.max()) >= 1 << 32:
-            raise ValueError("MinHash values must be below 2**32 to be stored as uint32")
-        return values.astype("<u4")
-
     def _most_similar(self, key: str, signature: np.ndarray, numbers: list[bytes]) -> str | None:
         """The key of the candidate at least ``threshold`` similar, the most similar then the
         earliest (lowest number); None when there is none. A key is never its own duplicate."""

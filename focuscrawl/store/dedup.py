@@ -148,14 +148,6 @@ class StoreNearIndex(MinHashIndex):
         near = self.conn.execute("SELECT COUNT(*) FROM dedup_near WHERE crawl = ?", (self.crawl,)).fetchone()[0]
         return near + len(self._short)
 
-    def _as_signature(self, hashvalues) -> np.ndarray:
-        values = np.asarray(hashvalues)
-        if len(values) != self.num_perm:
-            raise ValueError(f"expected a MinHash of {self.num_perm} permutations, got {len(values)}")
-        if values.size and int(values.max()) >= 1 << 32:
-            raise ValueError("MinHash values must be below 2**32 to be stored as uint32")
-        return values.astype("<u4")
-
     def _band_keys(self, signature: np.ndarray) -> list[int]:
         r = self.rows
         return [int.from_bytes(hashlib.blake2b(b.to_bytes(2, "little") + signature[b * r:(b + 1) * r].tobytes(),
