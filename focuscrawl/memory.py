@@ -5,9 +5,11 @@ A crawl meets pages that take tens of megabytes while they are parsed and scored
 its lxml tree, its text, its shingles) and then freed. glibc's allocator keeps what it freed for
 later, in pieces the next allocations rarely fit, so each such page raised the crawl's resident
 memory for good (about 15 MiB after one, bench/soak.py). ``malloc_trim(0)`` hands the free pages
-of the heap back; calling it every ``FOCUS_MEMORY_TRIM_SECONDS`` costs a few milliseconds. Other
-allocators (musl, macOS) have no such call and return memory their own way: the extension does
-nothing there.
+of the heap back; calling it every ``FOCUS_MEMORY_TRIM_SECONDS`` costs a few milliseconds. A page
+of at least BIG_PAGE bytes is followed by a trim of its own a moment after it has gone through
+the pipelines (a periodic trim alone left its memory held for up to a period: 20-30 MiB for most
+of a minute in the soak). Other allocators (musl, macOS) have no such call and return memory their
+own way: the extension does nothing there.
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ from scrapy.exceptions import NotConfigured
 from focuscrawl.config import ConfigError, FocusConfig
 
 logger = logging.getLogger(__name__)
+
+#: a response body this big is followed by a trim of its own (1 MiB: its parse tree, text and
+#: shingles take several times that)
+BIG_PAGE = 1 << 20
+#: seconds after a big page's item that its trim runs: the response is released by then
+AFTER_BIG_PAGE = 1.0
 
 
 def glibc_malloc_trim():
@@ -54,14 +62,17 @@ except (ValueError, OSError, AttributeError):
 
 
 class MemoryTrim:
-    """A Scrapy extension: ``malloc_trim(0)`` every ``FOCUS_MEMORY_TRIM_SECONDS`` (0: never).
+    """A Scrapy extension: ``malloc_trim(0)`` every ``FOCUS_MEMORY_TRIM_SECONDS`` (0: never), and
+    AFTER_BIG_PAGE seconds after a page of BIG_PAGE bytes or more has been scraped or dropped.
     ``focus/memory/trimmed_mb`` counts what it handed back."""
 
-    def __init__(self, crawler, seconds: float, trim):
+    def __init__(self, crawler, seconds: float, trim, clock=None):
         self.crawler = crawler
         self.seconds = seconds
         self.trim = trim
         self._loop = None
+        self._clock = clock  # the reactor (a test's task.Clock)
+        self._after_big_page = None  # the trim a big page asked for, while it is pending
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -75,7 +86,24 @@ class MemoryTrim:
         extension = cls(crawler, seconds, trim)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            crawler.signals.connect(extension.page_done, signal=signal)
         return extension
+
+    def page_done(self, item=None, response=None, spider=None, **kwargs):
+        """A page's item is through: trim soon if the page was big (once for pages done together)."""
+        body = getattr(response, "body", None)
+        if body is None or len(body) < BIG_PAGE or self._after_big_page is not None:
+            return
+        clock = self._clock
+        if clock is None:
+            from twisted.internet import reactor as clock
+        self._after_big_page = clock.callLater(AFTER_BIG_PAGE, self._trim_after_big_page)
+
+    def _trim_after_big_page(self) -> None:
+        self._after_big_page = None
+        self.crawler.stats.inc_value("focus/memory/trims_after_big_pages")
+        self.run()
 
     def spider_opened(self, spider=None):
         from twisted.internet import task
@@ -86,6 +114,9 @@ class MemoryTrim:
     def spider_closed(self, spider=None, reason=None):
         if self._loop is not None and self._loop.running:
             self._loop.stop()
+        if self._after_big_page is not None and self._after_big_page.active():
+            self._after_big_page.cancel()
+        self._after_big_page = None
 
     def run(self) -> int:
         """One trim; returns the resident bytes it handed back (0 where unknown)."""
