@@ -202,3 +202,18 @@ def test_the_proxy_streams_throttles_and_logs_for_the_audit(examples, tmp_path):
     robots = {r["host"]: web.robots_for_audit(r["host"]) for r in records}
     report = audit_report(records, robots=robots, delays=0.0)
     assert report["violation_counts"]["robots_not_first"] >= 1 and report["requests"] == len(records)
+
+
+def test_the_memory_held_passes_over_a_big_page_and_not_over_a_leak():
+    import soak
+
+    def samples(rss):
+        return [{"t": 5.0 * i, "rss_kib": kib, "stopping": False} for i, kib in enumerate(rss)]
+
+    flat = [100_000] * 240
+    flat[180] = 130_000  # one sample while a big page is parsed
+    report = soak.drift(samples(flat), until=1200)
+    assert report["max_over_min"] == 1.3 and report["held_max_over_min"] == 1.0
+    leak = [100_000 + 200 * i for i in range(240)]  # 2 KiB more a second: ~19% over the second half
+    report = soak.drift(samples(leak), until=1200)
+    assert report["held_max_over_min"] > 1.1 and report["held_last_over_first"] > 1.1
