@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+# A test run started in the background by a non-interactive shell (a CI script's ``cmd &``) has
+# SIGINT ignored, and every process it starts inherits that: the tests that stop a crawl, a
+# console or a labelling session as Ctrl-C does would wait in vain. A handler here is reset to
+# the default in the processes started, as an ignored signal is not.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 PROJECT = Path(__file__).resolve().parents[1]
 SHARED = PROJECT.parent / "shared"
