@@ -24,8 +24,8 @@ def drop_oldest(table: dict, limit: int) -> None:
     excess = len(table) - limit
     if excess <= 0:
         return
-    excess += int(limit * BATCH)
-    for key in list(islice(iter(table), min(excess, len(table)))):
+    excess += int(limit * BATCH)  # never more than the table holds: limit * BATCH < limit
+    for key in list(islice(iter(table), excess)):
         del table[key]
 
 

@@ -8,9 +8,9 @@ The work is done by the Scrapy-free cores in focuscrawl.dedup and focuscrawl.sto
 Nothing is lost when the crawl is killed: the store commits every page, the feed has each item
 before it counts as exported (focuscrawl/feeds.py), and a crawl resumed from its JOBDIR takes up
 the same crawl id, finds its duplicate indexes in the store as its pages left them (they are
-committed with each page), and re-emits the relevant
-pages no feed has yet (``signals.crawl_opened``; the spider emits them first). A page fetched
-again after a kill is not exported twice.
+committed with each page), and re-emits the relevant pages no feed has yet
+(``signals.crawl_opened``; the spider emits them first). A page fetched again after a kill is not
+exported twice.
 
 ``spider=None`` on the pipeline methods: recent Scrapy (2.19) no longer passes the spider (and warns if
 a method requires it); older releases still pass it.

@@ -77,11 +77,11 @@ class BandIndex:
             query = np.array(keys, dtype=np.int64)
             starts = np.searchsorted(self._keys, query, side="left")
             ends = np.searchsorted(self._keys, query, side="right")
+            # an entry left by a replaced signature is not the row's band any more (only a row
+            # replaced since the arrays were built can have one)
+            replaced = self._replaced
             for band in np.flatnonzero(ends > starts):
                 rows = map(int, self._rows[starts[band]:ends[band]])
-                # an entry left by a replaced signature is not the row's band any more (only a
-                # row replaced since the arrays were built can have one)
-                replaced = self._replaced
                 found.update(row for row in rows
                              if row not in replaced or self._band_key(row, int(band)) == keys[band])
         return found

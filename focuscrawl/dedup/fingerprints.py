@@ -167,6 +167,21 @@ class MinHashIndex:
             raise ValueError("MinHash values must be below 2**32 to be stored as uint32")
         return values.astype("<u4")
 
+    def _most_similar_of(self, key: str, signature: np.ndarray, stored: Iterable[tuple[int, str, bytes]]) -> str | None:
+        """The rule of the shared and stored indexes: of the ``stored`` candidates (order, key,
+        signature as ``_as_signature`` bytes), the key of the one at least ``threshold`` similar
+        to ``signature``, the most similar then the earliest (lowest order); None when there is
+        none. A key is never its own duplicate; a signature of another size is passed over."""
+        best = None
+        for order, other_key, raw in stored:
+            other = np.frombuffer(raw, dtype="<u4")
+            if other_key == key or len(other) != len(signature):
+                continue
+            rank = (float((other == signature).mean()), -order)
+            if best is None or rank > best[0]:
+                best = (rank, other_key)
+        return best[1] if best is not None and best[0][0] >= self.threshold else None
+
     def minhash(self, shingles: Iterable[str]) -> MinHash:
         """The signature of a set of shingles (of none: datasketch's empty signature)."""
         return self._signature(_batches(shingles, MINHASH_CHUNK))[0]

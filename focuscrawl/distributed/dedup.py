@@ -205,19 +205,9 @@ class RedisNearIndex(MinHashIndex):
         pipe.hmget(self._signatures, numbers)
         pipe.hmget(self._keys, numbers)
         stored, owners = pipe.execute()
-        best = None
-        for number, raw, owner in zip(numbers, stored, owners, strict=True):
-            if raw is None or owner is None or _decode(owner) == key:
-                continue  # an insert cut short, or this page itself
-            other = np.frombuffer(raw, dtype="<u4")
-            if len(other) != len(signature):
-                continue
-            rank = (float((other == signature).mean()), -int(number))
-            if best is None or rank > best[0]:
-                best = (rank, _decode(owner))
-        if best is None or best[0][0] < self.threshold:
-            return None
-        return best[1]
+        return self._most_similar_of(key, signature, (
+            (int(number), _decode(owner), raw) for number, raw, owner in zip(numbers, stored, owners, strict=True)
+            if raw is not None and owner is not None))  # else an insert cut short
 
 
 __all__ = ["RedisExactIndex", "RedisNearIndex"]

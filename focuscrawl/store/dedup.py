@@ -170,16 +170,9 @@ class StoreNearIndex(MinHashIndex):
     def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
         signature = self._as_signature(m.hashvalues)
         keys = self._band_keys(signature)
-        best = None
-        for page, url, stored in self._candidates(keys):
-            other = np.frombuffer(stored, dtype="<u4")
-            if url == key or len(other) != len(signature):
-                continue  # the page itself (a re-fetch), or a signature from other parameters
-            rank = (float((other == signature).mean()), -page)
-            if best is None or rank > best[0]:
-                best = (rank, url)
-        if best is not None and best[0][0] >= self.threshold:
-            return best[1]
+        found = self._most_similar_of(key, signature, self._candidates(keys))
+        if found is not None:
+            return found
         own = self.conn.execute("SELECT id, signature FROM dedup_near WHERE crawl = ? AND url = ?",
                                 (self.crawl, key)).fetchone()
         if own is not None:  # a re-fetch with changed content replaces the old signature
