@@ -6,7 +6,7 @@ Scheduling (``mercator.Frontier``) is apart from storage: a host's queue is a ``
 (``storage``), in memory by default (``hostqueue.MemoryHostQueue``: a hot heap and cold runs of
 ``records``)."""
 
-from focuscrawl.frontier.entries import Codec, Entry
+from focuscrawl.frontier.entry import Codec, Entry
 from focuscrawl.frontier.hostqueue import MemoryHostQueue
 from focuscrawl.frontier.mercator import Frontier
 from focuscrawl.frontier.records import read_stored, record_priority

@@ -1,4 +1,4 @@
-"""What the frontier holds (``Entry``), and how an entry becomes a record and back.
+"""How what the frontier holds (``entry.Entry``) becomes a record of a host's queue and back.
 
 An entry with no payload and no features (*compact*) is stored only as its record and comes back
 from the frontier as an equal ``Entry`` (same priority, url, version), not the same object. An
@@ -14,45 +14,10 @@ bytes packed (less once deflated in a cold run).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
 
+from focuscrawl.frontier.entry import Codec, Entry, Unpack
 from focuscrawl.frontier.records import FLAG, FLAGS, RICH, compact, head_of, header, priority_of, read, url_prefix
-
-if TYPE_CHECKING:
-    from focuscrawl.frontier.storage import HostQueue
-
-# unpack(url, blob) -> (payload, features): a codec's ``unpack`` or ``preview``
-Unpack = Callable[[str, bytes], tuple[Any, Any]]
-
-
-class Entry:
-    __slots__ = ("priority", "url", "payload", "features", "version")
-
-    def __init__(self, priority: float, url: str, payload: Any = None, features: Any = None, version: int = 0):
-        self.priority = priority
-        self.url = url
-        self.payload = payload
-        self.features = features
-        self.version = version
-
-    def __repr__(self) -> str:
-        return f"Entry({self.priority:.3f}, {self.url!r})"
-
-
-class Codec(Protocol):
-    """Turns what an entry carries (payload, features) into bytes and back, so that the frontier
-    stores the entry as a packed record, which can go cold, rather than as live objects."""
-
-    def pack(self, entry: Entry) -> bytes | None:
-        """The entry's payload and features as bytes; None keeps the entry as an object."""
-
-    def unpack(self, url: str, blob: bytes) -> tuple[Any, Any]:
-        """(payload, features), new objects equal to those ``pack`` was given."""
-
-    # Optional: ``preview(url, blob) -> (payload, features)``, what the rescorer needs of an
-    # entry, cheaper than ``unpack`` (a re-scored record keeps its blob, so the payload given
-    # to the rescorer is never stored).
+from focuscrawl.frontier.storage import HostQueue
 
 
 def rich_record(queue: HostQueue, entry: Entry, seq: int, head: bytes) -> bytes:
@@ -87,3 +52,6 @@ def decode(record: bytes, queue: HostQueue, unpack: Unpack | None, forget: bool 
         return Entry(priority_of(key), url, None, None, version)
     payload, features = unpack(url, blob)
     return Entry(priority_of(key), url, payload, features, version)
+
+
+__all__ = ["decode", "encode", "rich_record"]

@@ -18,7 +18,7 @@ import heapq
 from collections.abc import Iterator
 
 from focuscrawl.frontier import runs
-from focuscrawl.frontier.entries import Entry
+from focuscrawl.frontier.entry import Entry
 from focuscrawl.frontier.records import FLAG, KEY, RICH
 from focuscrawl.frontier.storage import Restamp
 

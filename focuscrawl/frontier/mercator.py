@@ -34,7 +34,8 @@ import heapq
 import sys
 from collections.abc import Iterable, Iterator
 
-from focuscrawl.frontier.entries import Codec, Entry, decode, encode
+from focuscrawl.frontier.entries import decode, encode
+from focuscrawl.frontier.entry import Codec, Entry
 from focuscrawl.frontier.hostqueue import memory_queue
 from focuscrawl.frontier.records import FLAG, KEY, PACKED, in_full, read_stored, record_priority, record_version, \
     renumber, restamp

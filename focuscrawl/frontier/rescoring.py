@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from focuscrawl.frontier.entries import Entry, Unpack, decode, rich_record
+from focuscrawl.frontier.entries import decode, rich_record
+from focuscrawl.frontier.entry import Entry, Unpack
 from focuscrawl.frontier.records import FLAG, PACKED, RICH, VERSION, by_version, header, read, restamp
 from focuscrawl.frontier.storage import HostQueue
 

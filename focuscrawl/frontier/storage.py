@@ -21,10 +21,9 @@ queue, keyed by the record's seq: they cannot leave the process, whatever the ba
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-if TYPE_CHECKING:
-    from focuscrawl.frontier.entries import Entry
+from focuscrawl.frontier.entry import Entry
 
 # records -> the same records re-scored under the frontier's version (new headers), in their order
 Restamp = Callable[[list[bytes]], list[bytes]]

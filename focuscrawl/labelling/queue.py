@@ -43,8 +43,6 @@ from urllib.parse import urlsplit
 import numpy as np
 from scipy import sparse
 
-from focuscrawl.relevance.model import model_document
-
 #: characters of main text shown with a candidate
 EXTRACT_CHARS = 600
 #: cosine similarity at and above which another fetched page counts as "like" a candidate (said in ``why``)
@@ -160,7 +158,9 @@ class LabelQueue:
 
     ``next(n)`` re-reads the pages stored since its last call and the labels given since (by this
     process or another: ``scrapy label`` beside a running crawl), and returns the ``n`` best
-    Candidates. ``crawl`` keeps one crawl's pages (None: every crawl's)."""
+    Candidates. ``crawl`` keeps one crawl's pages (None: every crawl's). ``model`` is a
+    ``TopicModel``, given, never imported: the queue reads pages through its public doors
+    (``document``, ``pipeline``, ``score_many``), so labelling stays below relevance."""
 
     def __init__(self, store, model, crawl: int | None = None) -> None:
         self.store = store
@@ -220,7 +220,7 @@ class LabelQueue:
     def _vectorise(self, pages: list[dict]):
         """Unit-length rows in the model's own feature space and the model's probabilities (one
         transform serves both); a pipeline of another shape falls back to its word counts."""
-        docs = [model_document(p.get("title") or "", p.get("text") or "") for p in pages]
+        docs = [self.model.document(p.get("title") or "", p.get("text") or "") for p in pages]
         if self._tfidf is not None and self._classifier is not None:
             X = self._tfidf.transform(docs)
             probabilities = self._classifier.predict_proba(X)[:, 1]

@@ -150,6 +150,12 @@ class TopicModel:
         base rate of the training examples: even odds (``even_odds_score``) maps to 0.5."""
         return _sigmoid(_logit(score) - _logit(self.even_odds_score))
 
+    @staticmethod
+    def document(title: str, text: str) -> str:
+        """The one string the pipeline reads for a page (``model_document``): what a part that
+        works in the model's own feature space (the labelling queue) transforms."""
+        return model_document(title, text)
+
     def score(self, title: str, text: str) -> float:
         return self.score_many([(title, text)])[0]
 
