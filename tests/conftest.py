@@ -22,6 +22,24 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 PROJECT = Path(__file__).resolve().parents[1]
 SHARED = PROJECT.parent / "shared"
 
+#: fixtures that start a server process for the test (a real redis-server): a test using one,
+#: directly or through another fixture, is slow
+SLOW_FIXTURES = frozenset({"redis_server"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the marks
+def pytest_collection_modifyitems(config, items):
+    """The fast tier (``pytest -m "not slow"``) is the cores, contracts and parsers: a test is
+    slow when it says so (``@pytest.mark.slow``, a module's ``pytestmark``: crawls, browsers,
+    soaks, ``scrapy`` subprocesses), when it is an end-to-end crawl (``e2e``), or when it needs a
+    server process (``SLOW_FIXTURES``)."""
+    slow = pytest.mark.slow
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            continue
+        if item.get_closest_marker("e2e") is not None or SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(slow)
+
 
 @pytest.fixture(scope="session")
 def demo_web():

@@ -288,6 +288,7 @@ def test_an_answer_is_json_safe():
 
 
 # --- scrapy export --plot ------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_export_draws_the_crawls_harvest_curve(store_path, tmp_path):
     result = run_scrapy(["export", "--plot", str(tmp_path / "curve.png"), "--store", str(store_path)], cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -7,6 +7,8 @@ import pytest
 
 from .conftest import run_scrapy
 
+pytestmark = pytest.mark.slow  # a scrapy crawl process a case
+
 
 def crawl(cwd, *args):
     return run_scrapy(["crawl", "focused", *args, "-s", "LOG_LEVEL=ERROR"], cwd=cwd, timeout=120)

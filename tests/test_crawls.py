@@ -224,6 +224,7 @@ def _export(cwd, *args):
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_export_takes_the_latest_crawl_or_the_one_named(tmp_path):
     (tmp_path / "scrapy.cfg").write_text("[settings]\ndefault = focuscrawl.settings\n")
     with CrawlStore(tmp_path / "crawl.db") as store:

@@ -222,6 +222,7 @@ def files(tmp_path):
     ({"WARC": "missing.warc.gz"}, "WARC file not found"),
     ({"--labels": None}, "missing --labels"),
 ])
+@pytest.mark.slow
 def test_evaluate_user_errors_are_one_line(files, change, message):
     opts = {"WARC": "ev.warc.gz", "--labels": "labels.tsv", "--positive": "topic", "--seeds": "seeds.txt",
             "--model": "model.joblib", "--budget": "5"}
@@ -237,6 +238,7 @@ def test_evaluate_user_errors_are_one_line(files, change, message):
     assert message in result.stderr
 
 
+@pytest.mark.slow
 def test_replay_command_serves_until_sigterm(files):
     log = files / "server.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "scrapy", "replay", "ev.warc.gz", "--log", str(log)],
@@ -257,6 +259,7 @@ def test_replay_command_serves_until_sigterm(files):
     assert json.loads(log.read_text().splitlines()[0])["url"] == f"{H}/t2"
 
 
+@pytest.mark.slow
 def test_replay_command_serves_a_changing_web(files):
     """--changing: the pages carry validators and a conditional request is answered 304."""
     proc = subprocess.Popen([sys.executable, "-m", "scrapy", "replay", "ev.warc.gz", "--changing", "7"],
@@ -279,6 +282,7 @@ def test_replay_command_serves_a_changing_web(files):
     assert proc.returncode == 0, err[-2000:]
 
 
+@pytest.mark.slow
 def test_replay_command_user_errors(files):
     result = scrapy(["replay", "ev.warc.gz", "--port", "70000"], cwd=files)
     assert result.returncode == 2 and result.stderr.startswith("error: --port")
@@ -344,6 +348,7 @@ def test_several_strategies_are_reported_side_by_side_with_the_baselines(tmp_pat
     assert (tmp_path / "curve.png").stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_evaluate_with_strategies_on_the_demo_web(demo_web, demo_files, demo_model, tmp_path):
     budget = 25
     result = scrapy(["evaluate", str(demo_files["warc"]), "--labels", str(demo_files["labels"]),
@@ -361,6 +366,7 @@ def test_evaluate_with_strategies_on_the_demo_web(demo_web, demo_files, demo_mod
     assert "shark" in result.stdout and "oracle (sim)" in result.stdout
 
 
+@pytest.mark.slow
 def test_evaluate_strategies_user_errors_are_one_line(files):
     base = ["evaluate", "ev.warc.gz", "--labels", "labels.tsv", "--positive", "topic", "--seeds", "seeds.txt",
             "--model", "model.joblib", "--budget", "5"]

@@ -20,6 +20,8 @@ from focuscrawl.urls import canonicalize
 
 from .conftest import run_scrapy
 
+pytestmark = pytest.mark.slow  # a scrapy explain process a case
+
 WHY = [["parent_score", 0.4512], ["host_yield", 0.2101], ["u:telescope", 0.1003], ["exploration", 0.05]]
 
 

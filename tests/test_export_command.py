@@ -15,6 +15,8 @@ from focuscrawl.items import PageItem
 from focuscrawl.settings import FEED_EXPORT_FIELDS
 from focuscrawl.store import CrawlStore
 
+pytestmark = pytest.mark.slow  # a scrapy export process a case
+
 PAGES = [  # url, score, relevant, duplicate_of
     ("http://a.test/1", 0.95, True, None),
     ("http://a.test/2", 0.40, False, None),

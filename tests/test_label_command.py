@@ -25,6 +25,8 @@ from focuscrawl.relevance import Example, TopicModel, train_topic_model
 from focuscrawl.relevance.examples import read_labels
 from focuscrawl.store import CrawlStore
 
+pytestmark = pytest.mark.slow  # a scrapy label process a case
+
 COURSE = "syllabus lecture homework exam assignment midterm grading textbook".split()
 RESEARCH = "research publications project funding laboratory group paper conference".split()
 PAGES = 12

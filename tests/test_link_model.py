@@ -259,6 +259,7 @@ def test_a_damaged_link_model_is_a_clear_error(recorded, tmp_path):
         TopicModel.load(tmp_path / "bad.joblib")
 
 
+@pytest.mark.slow
 def test_train_command_reports_the_link_model(recorded, tmp_path):
     warc, labels = recorded
     base = [sys.executable, "-m", "scrapy", "train", str(warc), "--labels", str(labels), "--positive", "course",

@@ -178,6 +178,7 @@ def crawl(tmp_path_factory):
     }
 
 
+@pytest.mark.slow
 def test_crawl_stores_every_page_with_duplicates_marked(crawl):
     with CrawlStore(crawl["store"], create=False) as store:
         pages = {p["url"]: p for p in store.iter_pages()}
@@ -191,6 +192,7 @@ def test_crawl_stores_every_page_with_duplicates_marked(crawl):
     assert pages["http://a.test/missing"]["status"] == 404
 
 
+@pytest.mark.slow
 def test_crawl_feed_has_only_relevant_unique_pages_with_the_export_fields(crawl):
     from focuscrawl.settings import FEED_EXPORT_FIELDS
 
@@ -198,6 +200,7 @@ def test_crawl_feed_has_only_relevant_unique_pages_with_the_export_fields(crawl)
     assert all(list(row) == FEED_EXPORT_FIELDS for row in crawl["feed"])
 
 
+@pytest.mark.slow
 def test_crawl_stats_count_duplicates_stores_and_drops(crawl):
     stats = crawl["stats"]
     assert stats["focus/dedup/exact"] == 2
@@ -209,6 +212,7 @@ def test_crawl_stats_count_duplicates_stores_and_drops(crawl):
     assert stats["item_dropped_count"] == 5
 
 
+@pytest.mark.slow
 def test_crawl_drops_are_not_logged_as_warnings(crawl):
     assert "Dropped:" not in crawl["log"]
     assert "Traceback" not in crawl["log"]

@@ -229,6 +229,7 @@ def logged_crawl(demo_web, demo_files, demo_model, tmp_path_factory):
             "exported": len((out / "relevant.jsonl").read_text().splitlines())}
 
 
+@pytest.mark.slow
 def test_the_crawl_logs_a_progress_line_every_second_and_a_final_one(logged_crawl, demo_web):
     lines = logged_crawl["lines"]
     periodic = [fields for fields, _ in lines if not fields["final"]]
@@ -256,6 +257,7 @@ def test_the_crawl_logs_a_progress_line_every_second_and_a_final_one(logged_craw
     assert "left" in next(line for fields, line in lines if not fields["final"])
 
 
+@pytest.mark.slow
 def test_the_final_figures_are_the_crawls_own_counts_and_go_to_the_stats(logged_crawl):
     stats = logged_crawl["stats"]
     final = next(fields for fields, _ in logged_crawl["lines"] if fields["final"])
@@ -271,6 +273,7 @@ def test_the_final_figures_are_the_crawls_own_counts_and_go_to_the_stats(logged_
             "focus/progress/harvest_recent"} <= set(stats)
 
 
+@pytest.mark.slow
 def test_no_progress_line_when_it_is_turned_off(demo_model, tmp_path):
     """FOCUS_PROGRESS_SECONDS=0: the extension says why it is off, and no line is shown."""
     result = run_scrapy(["crawl", "focused", "-a", "seeds=http://127.0.0.1:9/", "-a", f"model={demo_model}",
@@ -362,10 +365,12 @@ def live(demo_web, demo_files, demo_model, tmp_path_factory):
     return crawl_in_process(demo_web, demo_files, demo_model, tmp_path_factory.mktemp("live"))
 
 
+@pytest.mark.slow
 def test_one_status_per_crawler_shared_with_the_progress_extension(live):
     assert live["shared_instance"]
 
 
+@pytest.mark.slow
 def test_the_snapshot_mid_crawl_and_at_the_end(live):
     mid, final, stats = live["mid"]["snapshot"], live["final"]["snapshot"], live["stats"]
     assert set(mid) >= {"elapsed", "requests", "pages", "relevant", "harvest", "harvest_recent", "recent_window",
@@ -381,6 +386,7 @@ def test_the_snapshot_mid_crawl_and_at_the_end(live):
     assert final["hosts"]["active"] == 0
 
 
+@pytest.mark.slow
 def test_the_curve_ends_at_the_current_figures(live):
     for when in ("mid", "final"):
         curve, snapshot = live[when]["curve"], live[when]["snapshot"]
@@ -390,6 +396,7 @@ def test_the_curve_ends_at_the_current_figures(live):
     assert len(live["final"]["curve"]) == 121  # a point a request, and the start
 
 
+@pytest.mark.slow
 def test_hosts_are_the_crawls_hosts_best_first_with_their_state(live):
     rows, final = live["final"]["hosts"], live["final"]["snapshot"]
     assert rows and all(set(row) >= {"host", "state", "fetched", "relevant", "yield", "waste", "delay", "queued"}
@@ -410,6 +417,7 @@ def test_hosts_are_the_crawls_hosts_best_first_with_their_state(live):
 DELAY_IN_PROCESS = 0.05
 
 
+@pytest.mark.slow
 def test_top_urls_are_the_frontiers_best_and_say_why_as_the_scheduler_does(live):
     top = live["mid"]["top"]
     best = live["best_per_host"]
@@ -424,6 +432,7 @@ def test_top_urls_are_the_frontiers_best_and_say_why_as_the_scheduler_does(live)
         assert row["why"] and row["why"] == live["release_why"][row["url"]]
 
 
+@pytest.mark.slow
 def test_latest_relevant_pages(live):
     latest = live["final"]["latest"]
     assert len(latest) == 5

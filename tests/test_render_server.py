@@ -26,7 +26,8 @@ from tests.render_site import LINKS, Site  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 needs_browser = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
-pytestmark = pytest.mark.timeout(60)
+# slow: a real Chromium
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(60)]
 MAX_TIMEOUT = 20
 
 

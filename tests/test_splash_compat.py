@@ -32,7 +32,8 @@ PROJECT = Path(__file__).resolve().parents[1]
 TESTS = PROJECT / "tests"
 CHROMIUM = "/usr/bin/chromium"
 needs_browser = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}")
-pytestmark = pytest.mark.timeout(90)
+# slow: a real Chromium behind scrapy-splash
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 PROXY_VARIABLES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
 
 

@@ -16,6 +16,8 @@ from warcio.warcwriter import WARCWriter
 
 from focuscrawl.relevance import TopicModel
 
+pytestmark = pytest.mark.slow  # a scrapy train process a case
+
 COURSE_WORDS = "syllabus lecture homework exam assignment midterm grading textbook".split()
 OTHER_WORDS = "research publications project funding laboratory group paper conference".split()
 
