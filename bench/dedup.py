@@ -1,6 +1,6 @@
 """Memory and time of the near-duplicate indexes a page, against datasketch's in-memory MinHashLSH.
 
-    python bench/dedup.py [--pages 10000] [--seed 0] [--threshold 0.9]
+    python bench/dedup.py [--pages 10000] [--seed 0] [--threshold 0.9] [--no-redis]
 
 Both index the same MinHash signatures (128 permutations, the bands ``band_params`` picks) of pages
 written like the soak web's (one vocabulary, a third of the pages near copies of another) under
@@ -11,7 +11,11 @@ crawl store's index (``focuscrawl.store.dedup``, what a crawl uses) writes into 
 a temporary directory and commits after every page, as the crawl's store does. Bytes a page are
 the Python allocations tracemalloc sees (numpy's included) while the index is built and kept;
 SQLite's own page cache is not among them (bounded: 2 MB by default), the store's file size a
-page is printed beside. All run in the same invocation, so their ratios hold on a noisy machine.
+page is printed beside. The shared index (``focuscrawl.distributed.dedup``, what the workers of a
+crawl on Redis use) talks to a throwaway ``redis-server`` on 127.0.0.1 (skipped where none is
+installed): its bytes are the server's (``used_memory`` before and after), and its round trips a
+page are counted at the client (one a command sent, one a pipeline or script).
+All run in the same invocation, so their ratios hold on a noisy machine.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from focuscrawl.dedup import NearDuplicateIndex  # noqa: E402
 from focuscrawl.dedup.fingerprints import band_params, word_shingles  # noqa: E402
 from focuscrawl.store import CrawlStore  # noqa: E402
 from focuscrawl.store.dedup import StoreNearIndex  # noqa: E402
+from tests.redis_server import RedisServer  # noqa: E402
 
 
 def pages(count: int, seed: int) -> list[tuple[str, str]]:
@@ -83,6 +88,42 @@ class CommittedStoreIndex:
         return found
 
 
+class SharedIndex:
+    """The shared index of one crawl on a throwaway redis-server; counts the round trips it makes."""
+
+    def __init__(self, server: RedisServer, threshold: float) -> None:
+        import redis
+
+        from focuscrawl.distributed.connection import Keys
+        from focuscrawl.distributed.dedup import RedisNearIndex
+
+        self.server = server
+        server.flush()
+        self.client = redis.Redis(port=server.port)
+        self.round_trips = 0
+        send = redis.connection.Connection.send_packed_command
+
+        def counted(connection, *args, **kwargs):
+            self.round_trips += 1
+            return send(connection, *args, **kwargs)
+
+        self._restore = lambda: setattr(redis.connection.Connection, "send_packed_command", send)
+        redis.connection.Connection.send_packed_command = counted
+        self.index = RedisNearIndex(self.client, Keys("bench"), threshold=threshold)
+        self.memory_before = self.used_memory()
+        self.round_trips = 0
+
+    def used_memory(self) -> int:
+        return int(self.client.info("memory")["used_memory"])
+
+    def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
+        return self.index.find_or_add_minhash(key, m)
+
+    def close(self) -> None:
+        self._restore()
+        self.client.close()
+
+
 def measure(index, signed: list[tuple[str, MinHash]]) -> tuple[int, float, int]:
     """(bytes allocated and kept, seconds, duplicates found) for indexing ``signed``."""
     gc.collect()
@@ -102,6 +143,7 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=10000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threshold", type=float, default=0.9)
+    parser.add_argument("--no-redis", action="store_true", help="leave the shared index (Redis) out")
     args = parser.parse_args()
     maker = NearDuplicateIndex(threshold=args.threshold)
     signed = [(key, maker.minhash(word_shingles(text, maker.shingle_size))) for key, text in pages(args.pages, args.seed)]
@@ -109,21 +151,41 @@ def main() -> None:
           f"(bands, rows) {band_params(args.threshold, 128)}\n")
     print("| index | bytes a page | µs a page | duplicates |\n|---|---:|---:|---:|")
     results = {}
+    makers = [("datasketch MinHashLSH + MinHash objects", lambda: DatasketchIndex(args.threshold)),
+              ("BandIndex (in process)", lambda: NearDuplicateIndex(threshold=args.threshold)),
+              ("crawl store (on disk)", lambda: CommittedStoreIndex(directory, args.threshold))]
+    server = None
     with tempfile.TemporaryDirectory() as directory:
-        for name, make in (("datasketch MinHashLSH + MinHash objects", lambda: DatasketchIndex(args.threshold)),
-                           ("BandIndex (in process)", lambda: NearDuplicateIndex(threshold=args.threshold)),
-                           ("crawl store (on disk)", lambda: CommittedStoreIndex(directory, args.threshold))):
-            index = make()
-            used, seconds, duplicates = results[name] = measure(index, signed)
-            print(f"| {name} | {used / args.pages:,.0f} | {1e6 * seconds / args.pages:,.0f} | {duplicates} |")
-            if isinstance(index, CommittedStoreIndex):
-                index.store.close()
-                size = sum(p.stat().st_size for p in Path(directory).iterdir())
-            del index
-    (base, base_s, _), (bands, bands_s, _), (store, store_s, _) = results.values()
+        if not args.no_redis:
+            server = RedisServer.start(Path(directory))
+            if server is None:
+                print("(redis-server is not installed: the shared index is left out)")
+            else:
+                makers.append(("shared (Redis)", lambda: SharedIndex(server, args.threshold)))
+        try:
+            for name, make in makers:
+                index = make()
+                used, seconds, duplicates = results[name] = measure(index, signed)
+                if isinstance(index, SharedIndex):
+                    used = index.used_memory() - index.memory_before
+                    round_trips = index.round_trips
+                    index.close()
+                print(f"| {name} | {used / args.pages:,.0f} | {1e6 * seconds / args.pages:,.0f} | {duplicates} |")
+                if isinstance(index, CommittedStoreIndex):
+                    index.store.close()
+                    size = sum(p.stat().st_size for p in Path(directory).iterdir() if p.name.startswith("crawl"))
+                del index
+        finally:
+            if server is not None:
+                server.stop()
+    (base, base_s, _), (bands, bands_s, _), (store, store_s, _) = list(results.values())[:3]
     print(f"\nthe crawl store's file: {size / args.pages:,.0f} bytes a page on disk")
     print(f"ratio to datasketch: BandIndex memory {bands / base:.2f}, time {bands_s / base_s:.2f}; "
           f"crawl store memory {store / base:.3f}, time {store_s / base_s:.2f}")
+    if "shared (Redis)" in results:
+        shared_s = results["shared (Redis)"][1]
+        print(f"shared index: {round_trips / args.pages:.2f} round trips a page, time to datasketch {shared_s / base_s:.2f} "
+              f"(bytes a page: the server's used_memory)")
 
 
 if __name__ == "__main__":

@@ -230,9 +230,9 @@ def test_from_url_uses_the_database_of_the_url(redis_url, client):
     index.find_or_add("http://a/1", ORIGINAL)
     assert index.find_or_add("http://a/2", ORIGINAL) == "http://a/1"
     assert RedisExactIndex.from_url(url, "c").find_or_add("http://a/1", "d") is None
-    assert client.dbsize() == 0  # nothing in database 0: datasketch's tables too
+    assert client.dbsize() == 0  # nothing in database 0: the band sets neither
     with redis.Redis.from_url(url) as db3:
-        assert any(b"near:lsh_bucket_" in key for key in db3.scan_iter())
+        assert any(b"near:band:" in key for key in db3.scan_iter())
 
 
 def test_a_client_decoding_replies_is_refused(redis_url):

@@ -5,17 +5,23 @@ Python ``set`` in each band's table, and the page's ``MinHash`` object besides: 
 (tracemalloc on the soak web's texts), the largest state a long crawl grows. Here a page is a row
 number: its signature is one row of ``uint32`` blocks (MinHash values are below 2**32). Each band's
 table is two sorted arrays, the hashes of the band's values (int64) and their rows (uint32), found
-by binary search: 12 bytes a page a band. Pages added since the arrays were last built wait in a
+by binary search: 12 bytes a page a band (a band's key is ``lsh.band_key``, the one every store
+uses). Pages added since the arrays were last built wait in a
 small dict per band (a Python dict entry costs ~80 bytes), merged into the arrays once they are an
 eighth of them, so a page costs about 0.7 KB at 128 permutations instead of 1.4 KB. An entry a
 replaced signature leaves in the arrays is checked against the row's signature and passed over; a
 hash collision between two different bands only adds a candidate, which the caller verifies on
 the signatures anyway.
+
+``MemoryBandStore`` is the ``lsh.BandStore`` of a process without a crawl store: a ``BandIndex``
+and its pages' keys.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from focuscrawl.dedup.lsh import Candidate, NearParameters, band_key, band_keys
 
 #: Signatures a block of the signature store holds: the store grows a block at a time (64 KiB at
 #: 128 permutations), never by copying what it holds.
@@ -49,24 +55,27 @@ class BandIndex:
         return self._count
 
     def _band_keys(self, signature: np.ndarray) -> list[int]:
-        r = self.rows
-        return [hash((b, signature[b * r:(b + 1) * r].tobytes())) for b in range(self.bands)]
+        return band_keys(signature, self.bands, self.rows)
 
     def _band_key(self, row: int, band: int) -> int:
-        r = self.rows
-        return hash((band, self._signature(row)[band * r:(band + 1) * r].tobytes()))
+        return band_key(self._signature(row), band, self.rows)
+
+    def keys_of(self, hashvalues) -> list[int]:
+        """The band keys of a signature, for ``candidates``, ``add`` and ``replace`` to share."""
+        return self._band_keys(self._as_row(hashvalues))
 
     @staticmethod
     def _as_row(hashvalues) -> np.ndarray:
         values = np.asarray(hashvalues)
         if values.size and int(values.max()) >= 1 << 32:
             raise ValueError("MinHash values must be below 2**32 to be stored as uint32")
-        return values.astype(np.uint32)
+        return values.astype("<u4")
 
-    def candidates(self, hashvalues) -> set[int]:
-        """Rows sharing at least one band with this signature."""
+    def candidates(self, hashvalues, keys: list[int] | None = None) -> set[int]:
+        """Rows sharing at least one band with this signature (whose band ``keys`` may be given)."""
         found: set[int] = set()
-        keys = self._band_keys(self._as_row(hashvalues))
+        if keys is None:
+            keys = self._band_keys(self._as_row(hashvalues))
         for key in keys:
             bucket = self._recent.get(key)
             if isinstance(bucket, int):
@@ -96,25 +105,29 @@ class BandIndex:
     def _signature(self, row: int) -> np.ndarray:
         return self._blocks[row // BLOCK_ROWS][row % BLOCK_ROWS]
 
-    def add(self, hashvalues) -> int:
-        """Store a signature; returns its row number."""
+    def signature(self, row: int) -> np.ndarray:
+        """The signature of row ``row`` (a view: copy it to keep it)."""
+        return self._signature(row)
+
+    def add(self, hashvalues, keys: list[int] | None = None) -> int:
+        """Store a signature (whose band ``keys`` may be given); returns its row number."""
         row = self._count
         if row == len(self._blocks) * BLOCK_ROWS:
-            self._blocks.append(np.zeros((BLOCK_ROWS, self.num_perm), dtype=np.uint32))
+            self._blocks.append(np.zeros((BLOCK_ROWS, self.num_perm), dtype="<u4"))
         self._signature(row)[:] = self._as_row(hashvalues)
-        self._file(row)
+        self._file(row, keys)
         self._count += 1
         return row
 
-    def replace(self, row: int, hashvalues) -> None:
+    def replace(self, row: int, hashvalues, keys: list[int] | None = None) -> None:
         """Give row ``row`` a new signature (a page fetched again with changed content)."""
         self._unfile(row)
         self._replaced.add(row)
         self._signature(row)[:] = self._as_row(hashvalues)
-        self._file(row)
+        self._file(row, keys)
 
-    def _file(self, row: int) -> None:
-        for key in self._band_keys(self._signature(row)):
+    def _file(self, row: int, keys: list[int] | None = None) -> None:
+        for key in keys if keys is not None else self._band_keys(self._signature(row)):
             bucket = self._recent.get(key)
             if bucket is None:
                 self._recent[key] = row
@@ -158,4 +171,57 @@ class BandIndex:
         self._replaced.clear()
 
 
-__all__ = ["BandIndex"]
+class MemoryBandStore:
+    """``lsh.BandStore`` in this process: a ``BandIndex`` (a page's order is its row) and the
+    pages' keys."""
+
+    def __init__(self, parameters: NearParameters) -> None:
+        self.parameters = parameters
+        self._recorded: str | None = None
+        self.clear()
+
+    def clear(self) -> None:
+        self._index = BandIndex(self.parameters.num_perm, self.parameters.bands, self.parameters.rows)
+        self._rows: dict[str, int] = {}  # key -> its signature's row
+        self._keys: list[str] = []  # row -> key
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def _candidates(self, rows) -> list[Candidate]:
+        return [(row, self._keys[row], self._index.signature(row).tobytes()) for row in sorted(rows)]
+
+    def candidates(self, signature: np.ndarray) -> list[Candidate]:
+        return self._candidates(self._index.candidates(signature))
+
+    def find_or_keep(self, key: str, signature: np.ndarray) -> list[Candidate]:
+        keys = self._index.keys_of(signature)
+        rows = self._index.candidates(signature, keys)
+        rows.discard(self._rows.get(key))
+        if rows:
+            return self._candidates(rows)
+        self._keep(key, signature, keys)
+        return []
+
+    def keep(self, key: str, signature: np.ndarray) -> None:
+        self._keep(key, signature, self._index.keys_of(signature))
+
+    def _keep(self, key: str, signature: np.ndarray, keys: list[int]) -> None:
+        own = self._rows.get(key)
+        if own is not None:
+            self._index.replace(own, signature, keys)
+        else:
+            self._rows[key] = self._index.add(signature, keys)
+            self._keys.append(key)
+
+    def claim_parameters(self, text: str) -> str | None:
+        theirs = self._recorded
+        if theirs is None:
+            self._recorded = text
+        return theirs
+
+    def record_parameters(self, text: str) -> None:
+        self._recorded = text
+
+
+__all__ = ["BandIndex", "MemoryBandStore"]

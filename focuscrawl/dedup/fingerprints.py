@@ -4,18 +4,19 @@ Pages that differ only in a date line, a counter or a boilerplate edit are the s
 reader, so they should not be exported twice. The exact hash catches byte-for-byte copies (after
 case and whitespace normalisation) cheaply; MinHash over word shingles catches the rest.
 
-The indexes here keep everything in memory: a content hash a page for the exact one; for the near
-one, a signature of ``num_perm`` 32-bit values and its LSH band keys (``bands.BandIndex``, ~0.7 KB
-a page at 128 permutations: 0.7 GB for a million unique pages). A crawl keeps the same indexes in
-its crawl store instead (``focuscrawl.store.dedup``; in Redis when shared,
-``focuscrawl.distributed.dedup``): these are for a process without a store. A page's text is
-shingled and hashed a piece at a time, so a big page costs a few megabytes while it is signed, not
-its size in small objects.
+Near-duplicates are found by one algorithm (``MinHashIndex``) over a ``lsh.BandStore``: in memory
+here (``NearDuplicateIndex``: a signature of ``num_perm`` 32-bit values and its LSH band keys in a
+``bands.BandIndex``, ~0.7 KB a page at 128 permutations: 0.7 GB for a million unique pages), in
+the crawl store (``focuscrawl.store.dedup``), in Redis when shared
+(``focuscrawl.distributed.dedup``). The exact index here keeps a content hash a page in memory.
+A page's text is shingled and hashed a piece at a time, so a big page costs a few megabytes while
+it is signed, not its size in small objects.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Iterable, Iterator
 from itertools import islice
@@ -24,12 +25,12 @@ import numpy as np
 from datasketch import MinHash
 
 from focuscrawl.config import DEFAULTS
-from focuscrawl.dedup.bands import BandIndex
+from focuscrawl.dedup.bands import MemoryBandStore
+# CANDIDATE_RECALL and band_params are importable from here as they were before lsh.py held them
+from focuscrawl.dedup.lsh import CANDIDATE_RECALL, BandStore, Candidate, NearParameters, band_params
 
-#: How likely a pair exactly at the threshold must be to share an LSH bucket. Candidates are
-#: verified against the threshold afterwards, so extra candidates cost little and missed ones
-#: cost a duplicate: the bands favour recall.
-CANDIDATE_RECALL = 0.99
+logger = logging.getLogger(__name__)
+
 #: Shingles hashed into a MinHash at a time. datasketch's update_batch holds shingles x num_perm
 #: 64-bit integers at once: a page of 2 MB of varied words (290,000 shingles) took 326 MiB for
 #: one signature (bench/soak.py); in chunks the signature is the same (a minimum is a minimum)
@@ -97,21 +98,14 @@ def _batches(items: Iterable[str], size: int) -> Iterator[list[str]]:
         yield batch
 
 
-def band_params(threshold: float, num_perm: int, recall: float = CANDIDATE_RECALL) -> tuple[int, int]:
-    """LSH (bands, rows) with the most rows per band that still make a pair at ``threshold``
-    a candidate with probability >= ``recall``: few false candidates, almost no missed ones."""
-    for rows in range(num_perm, 0, -1):
-        bands = num_perm // rows
-        if 1 - (1 - threshold**rows) ** bands >= recall:
-            return bands, rows
-    return num_perm, 1
-
-
 class ExactDuplicateIndex:
     """content hash -> the key (URL) that first had it."""
 
     def __init__(self) -> None:
         self._first: dict[str, str] = {}
+
+    def clear(self) -> None:
+        self._first.clear()
 
     def find_or_add(self, key: str, digest: str) -> str | None:
         """The key of an earlier page with this hash, or None after remembering this one.
@@ -128,38 +122,64 @@ class ExactDuplicateIndex:
 
 
 class MinHashIndex:
-    """What every near-duplicate index shares: its parameters (checked), the MinHash of a page's
-    shingles under one set of permutations, and the fall-back to exact matching for texts shorter
-    than a shingle. A subclass stores the signatures: ``find_or_add_minhash`` and ``candidates``.
+    """The near-duplicate algorithm, over a ``lsh.BandStore`` (``store``) that keeps the pages:
+    its parameters (checked once, ``lsh.NearParameters``), the MinHash of a page's shingles under
+    one set of permutations and one pinned scheme, the candidates the store's bands give,
+    their verification, the replacement of a re-fetched page's signature, and the fall-back to
+    exact matching for texts shorter than a shingle (``_short``, an exact index).
 
     ``find_or_add(key, text)`` returns the key of an earlier page whose estimated Jaccard
-    similarity is at least ``threshold`` (the LSH bucket hit alone is not enough), or adds the
-    text and returns None. Texts with fewer words than ``shingle_size`` have no shingles; they
-    fall back to exact matching of the normalised text (``_short``, an exact index). Duplicates
-    are not added, so every match points at an original page.
+    similarity is at least ``threshold`` (the LSH bucket hit alone is not enough): of those, the
+    most similar, then the earliest kept; never the page itself. Otherwise it keeps the text
+    (a key kept before has its signature replaced) and returns None. Duplicates are not kept, so
+    every match points at an original page. A subclass gives the store and the exact index.
     """
 
-    _short: ExactDuplicateIndex
+    store: BandStore
+    _short: object  # an exact index: ``find_or_add(key, digest)``, ``clear()``, ``len()``
 
     def __init__(self, threshold: float = DEFAULTS.near_dup_threshold, num_perm: int = DEFAULTS.minhash_permutations,
                  shingle_size: int = DEFAULTS.shingle_size) -> None:
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError(f"near-duplicate threshold must be in (0, 1], got {threshold!r}")
-        if num_perm < 16:
-            raise ValueError(f"MinHash permutations must be at least 16, got {num_perm!r}")
-        if shingle_size < 1:
-            raise ValueError(f"shingle size must be at least 1 word, got {shingle_size!r}")
+        self.parameters = NearParameters(threshold, num_perm, shingle_size)
         self.threshold = threshold
         self.num_perm = num_perm
         self.shingle_size = shingle_size
+        self.bands, self.rows = self.parameters.bands, self.parameters.rows
         # MinHash() draws its permutations from a seeded generator every time (as long as hashing a
         # page's shingles): every signature takes the same ones from here instead (the same in every
         # process, so the signatures of a shared crawl's workers compare)
-        self._template = MinHash(num_perm=num_perm)
+        self._template = MinHash(num_perm=num_perm, scheme=self.parameters.scheme)
+
+    def _adopt_parameters(self, strict: bool, whose: str) -> bool:
+        """Whether the store's pages were made with this index's parameters (a store with none yet
+        takes them). Pages made with others cannot be compared with this index's signatures:
+        ``strict``, that is a ValueError (workers of one shared crawl must agree); otherwise they
+        are dropped, said in a warning, and the caller rebuilds. ``whose`` names the pages."""
+        mine = self.parameters.text
+        theirs = self.store.claim_parameters(mine)
+        if theirs is None:
+            return False
+        if theirs == mine:
+            return True
+        if strict:
+            raise ValueError(f"{whose} indexes near-duplicates with {theirs}; this worker was started with {mine}")
+        logger.warning("%s near-duplicate index was made with %s, this crawl runs with %s: it is made again",
+                       whose, theirs, mine)
+        self.clear()
+        self.store.record_parameters(mine)
+        return False
+
+    def clear(self) -> None:
+        """Forget every page."""
+        self.store.clear()
+        self._short.clear()
+
+    def __len__(self) -> int:
+        return len(self.store) + len(self._short)
 
     def _as_signature(self, hashvalues) -> np.ndarray:
-        """A signature's values as little-endian uint32, what the shared and stored indexes keep
-        (MinHash values are below 2**32); one of another size is refused."""
+        """A signature's values as little-endian uint32, what every store keeps (MinHash values of
+        the pinned scheme are below 2**32); one of another size is refused."""
         values = np.asarray(hashvalues)
         if len(values) != self.num_perm:
             raise ValueError(f"expected a MinHash of {self.num_perm} permutations, got {len(values)}")
@@ -167,11 +187,11 @@ class MinHashIndex:
             raise ValueError("MinHash values must be below 2**32 to be stored as uint32")
         return values.astype("<u4")
 
-    def _most_similar_of(self, key: str, signature: np.ndarray, stored: Iterable[tuple[int, str, bytes]]) -> str | None:
-        """The rule of the shared and stored indexes: of the ``stored`` candidates (order, key,
-        signature as ``_as_signature`` bytes), the key of the one at least ``threshold`` similar
-        to ``signature``, the most similar then the earliest (lowest order); None when there is
-        none. A key is never its own duplicate; a signature of another size is passed over."""
+    def _most_similar_of(self, key: str, signature: np.ndarray, stored: Iterable[Candidate]) -> str | None:
+        """The verification: of the ``stored`` candidates (order, key, signature as ``<u4``
+        bytes), the key of the one at least ``threshold`` similar to ``signature``, the most
+        similar then the earliest (lowest order); None when there is none. A key is never its own
+        duplicate; a signature of another size is passed over."""
         best = None
         for order, other_key, raw in stored:
             other = np.frombuffer(raw, dtype="<u4")
@@ -204,47 +224,32 @@ class MinHashIndex:
         return self.find_or_add_minhash(key, m)
 
     def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
-        """``find_or_add`` for a page whose signature is already made."""
-        raise NotImplementedError
+        """``find_or_add`` for a page whose signature is already made. A page no stored page shares
+        a band with is kept in the store's one step (``find_or_keep``); one with candidates of
+        which none is similar enough is kept after (a re-fetch replaces its old signature)."""
+        signature = self._as_signature(m.hashvalues)
+        candidates = self.store.find_or_keep(key, signature)
+        if not candidates:
+            return None
+        found = self._most_similar_of(key, signature, candidates)
+        if found is None:
+            self.store.keep(key, signature)
+        return found
 
     def candidates(self, m: MinHash) -> set[str]:
         """Keys of the stored pages sharing an LSH band with this signature (not yet verified)."""
-        raise NotImplementedError
+        return {key for _, key, _ in self.store.candidates(self._as_signature(m.hashvalues))}
 
 
 class NearDuplicateIndex(MinHashIndex):
-    """Near-duplicates in this process: signatures and LSH bands in a ``BandIndex``."""
+    """Near-duplicates in this process: signatures and LSH bands in a ``bands.MemoryBandStore``."""
 
     def __init__(self, threshold: float = DEFAULTS.near_dup_threshold, num_perm: int = DEFAULTS.minhash_permutations,
                  shingle_size: int = DEFAULTS.shingle_size) -> None:
         super().__init__(threshold, num_perm, shingle_size)
-        self._bands = BandIndex(num_perm, *band_params(threshold, num_perm))
-        self._rows: dict[str, int] = {}  # key -> its signature's row; rows are numbered in insertion order
-        self._keys: list[str] = []  # row -> key
+        self.store = MemoryBandStore(self.parameters)
         self._short = ExactDuplicateIndex()
-
-    def __len__(self) -> int:
-        return len(self._bands) + len(self._short)
-
-    def candidates(self, m: MinHash) -> set[str]:
-        """Keys of the stored pages sharing an LSH band with this signature (not yet verified)."""
-        return {self._keys[row] for row in self._bands.candidates(m.hashvalues)}
-
-    def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
-        own = self._rows.get(key)
-        rows = sorted(row for row in self._bands.candidates(m.hashvalues) if row != own)
-        if rows:
-            similarities = self._bands.similarities(m.hashvalues, rows)
-            # the most similar, the earliest of equals
-            best = max(range(len(rows)), key=lambda i: (similarities[i], -rows[i]))
-            if similarities[best] >= self.threshold:
-                return self._keys[rows[best]]
-        if own is not None:  # a re-fetch with changed content replaces the old signature
-            self._bands.replace(own, m.hashvalues)
-        else:
-            self._rows[key] = self._bands.add(m.hashvalues)
-            self._keys.append(key)
-        return None
+        self._adopt_parameters(strict=True, whose="this process")
 
 
 def jaccard(a: set[str], b: set[str]) -> float:

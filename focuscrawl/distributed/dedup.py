@@ -6,50 +6,33 @@ crawl at once, so a page copied on two hosts is exported once whichever workers 
 The exact index is one HASH (content hash -> the first key) and one script a page: atomic, of two
 workers with the same content exactly one keeps its page.
 
-The near index is datasketch's ``MinHashLSH`` with its Redis storage (the issue's choice: no second
-LSH to maintain), with the crawl's key prefix as its basename and the bands of ``band_params``, so
-it proposes the candidates ``BandIndex`` proposes. Around it, the index keeps what verification
-needs, which datasketch does not store: each page's signature (``num_perm`` uint32 values; MinHash
-values are below 2**32), for the in-process rule: a candidate is a duplicate when its estimated
-Jaccard similarity is at least the threshold (a bucket hit alone is not enough); the most similar
-wins, the earliest of equals.
+The near index is the one algorithm of ``fingerprints.MinHashIndex`` over ``RedisBandStore``, the
+``lsh.BandStore`` on Redis: each kept page's number (its order, INCR'd when its key is first kept,
+so a key has one number whichever workers ask; a re-fetch with changed content keeps it and
+replaces the signature), its key, its signature (``num_perm`` little-endian uint32) and its band
+keys (8 bytes each), in four hashes; and a SET of page numbers a band key (small integers: Redis
+keeps them as intsets). The candidates of a page and, when there are none, the keeping of the
+page are one Lua script: one round trip a new page or a duplicate, and no race between workers
+keeping near copies that share no band with anything kept before. A page with candidates of
+which none is similar enough (rare: the bands are chosen for few false candidates) takes a
+second script to be kept; two workers keeping near copies at that moment may both keep theirs:
+one duplicate exported, never a page lost.
 
-A page is known to datasketch by a number (INCR'd when its key is first kept, by one script, so a
-key has one number whichever workers ask), not by its URL: datasketch writes its key into a set
-a band and into its key table, ~14 copies a page, and small integers are what Redis stores most
-compactly (its sets of integers are intsets). The number is also the page's insertion order, for
-"the earliest of equals"; a re-fetch with changed content keeps it and replaces the signature.
-
-datasketch builds its own ``redis.Redis(**config['redis'])`` for each band table and its key
-table: keyword arguments, no URL, so a URL's database number, password or TLS would have to be
-translated. A ``connection_pool`` is a keyword argument too: the index hands it the crawl's
-client's pool, so every table talks to the server and database of the crawl's URL, over shared
-connections. Keys go to datasketch as bytes (``prepickle=False``): nothing read from Redis is
-unpickled. Band values are hashed to 8 bytes (blake2b) before they name a bucket, not 8 bytes a
-value: a collision only adds a candidate, which is verified anyway (~1.5 KB a page less).
-
-Cost: datasketch sends a command a round trip: a page takes ``bands + 1`` round trips to check
-(a query a band, then the candidates' signatures in one pipeline) and ``2 * bands + 4`` more when
-it is kept (two a band to insert): 13 and 41 at the default threshold 0.9 (12 bands). A kept page
-takes about 4.3 KB of Redis (``bench/redis_seen.py --near-pages``), most of it datasketch's: a set
-and a table entry a band.
-
-Races: the check and the insert are separate steps, so two workers fetching near copies at the
-same moment may both find nothing and both keep theirs: one duplicate exported, never a page
-lost. A page whose insert was cut short (a worker killed between the band tables and the
-signature) leaves band entries without a signature; they are skipped as candidates.
+Cost (``bench/dedup.py``): about 1.1 round trips a page, against 13 to check and 41 to keep a page
+with datasketch's ``MinHashLSH`` on Redis before.
 """
 
 from __future__ import annotations
 
-import hashlib
+import re
 
 import numpy as np
 import redis
-from datasketch import MinHash, MinHashLSH
+from datasketch import MinHash
 
 from focuscrawl.config import DEFAULTS
-from focuscrawl.dedup.fingerprints import MinHashIndex, band_params
+from focuscrawl.dedup.fingerprints import MinHashIndex
+from focuscrawl.dedup.lsh import Candidate, NearParameters
 from focuscrawl.distributed.connection import Keys, connect
 from focuscrawl.distributed.seen import redis_errors
 
@@ -63,17 +46,56 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return ARGV[2]
 """
 
-# KEYS: key -> number, number -> key, the counter; ARGV: key. The page's number: its own if it has
-# one (and 1), else a new one (and 0). Atomic, so a key has one number whichever workers ask.
-_NUMBER = """
-local number = redis.call('HGET', KEYS[1], ARGV[1])
-if number then
-    return {number, 1}
+# KEYS: key -> number, number -> key, the counter, number -> signature, number -> band keys, then
+# the SET of each of the page's bands. ARGV: the key, its signature, its band keys (8 bytes each),
+# the prefix of a band's SET, and what to do: "find" (the candidates other than the key's own page;
+# when there are none, keep the page), "keep" (keep it) or "read" (every candidate, nothing kept).
+# Candidates come back flat: number, key, signature, number, key, signature... The SETs of a
+# replaced signature's old bands are named from the prefix (under the crawl's hash tag, like
+# every key of the crawl, so in the same slot of a cluster).
+_BANDS = """
+local own = redis.call('HGET', KEYS[1], ARGV[1])
+if ARGV[5] ~= 'keep' then
+    local out, seen = {}, {}
+    if ARGV[5] == 'find' and own then
+        seen[own] = true
+    end
+    for i = 6, #KEYS do
+        for _, number in ipairs(redis.call('SMEMBERS', KEYS[i])) do
+            if not seen[number] then
+                seen[number] = true
+                local signature = redis.call('HGET', KEYS[4], number)
+                local key = redis.call('HGET', KEYS[2], number)
+                if signature and key then
+                    out[#out + 1] = number
+                    out[#out + 1] = key
+                    out[#out + 1] = signature
+                end
+            end
+        end
+    end
+    if #out > 0 or ARGV[5] == 'read' then
+        return out
+    end
 end
-number = redis.call('INCR', KEYS[3])
-redis.call('HSET', KEYS[1], ARGV[1], number)
-redis.call('HSET', KEYS[2], number, ARGV[1])
-return {number, 0}
+if own then
+    local old = redis.call('HGET', KEYS[5], own)
+    if old then
+        for i = 1, #old, 8 do
+            redis.call('SREM', ARGV[4] .. string.sub(old, i, i + 7), own)
+        end
+    end
+else
+    own = tostring(redis.call('INCR', KEYS[3]))
+    redis.call('HSET', KEYS[1], ARGV[1], own)
+    redis.call('HSET', KEYS[2], own, ARGV[1])
+end
+for i = 6, #KEYS do
+    redis.call('SADD', KEYS[i], own)
+end
+redis.call('HSET', KEYS[4], own, ARGV[2])
+redis.call('HSET', KEYS[5], own, ARGV[3])
+return {}
 """
 
 
@@ -83,11 +105,6 @@ def _encode(key: str) -> bytes:
 
 def _decode(key: bytes | str) -> str:
     return key if isinstance(key, str) else key.decode("utf-8", "surrogatepass")
-
-
-def _band_key(band: bytes) -> bytes:
-    """A band's values (8 bytes each) as a bucket name of 8 bytes; deterministic in every process."""
-    return hashlib.blake2b(band, digest_size=8).digest()
 
 
 class RedisExactIndex:
@@ -116,14 +133,74 @@ class RedisExactIndex:
         with redis_errors(self.client, "the shared exact-duplicate index"):
             return int(self.client.hlen(self._hash))
 
+    def clear(self) -> None:
+        with redis_errors(self.client, "the shared exact-duplicate index"):
+            self.client.delete(self._hash)
+
     def __contains__(self, digest: str) -> bool:
         with redis_errors(self.client, "the shared exact-duplicate index"):
             return bool(self.client.hexists(self._hash, digest))
 
 
+class RedisBandStore:
+    """``lsh.BandStore`` on Redis, shared by a crawl's workers (see the module's docstring)."""
+
+    def __init__(self, client: redis.Redis, keys: Keys, parameters: NearParameters) -> None:
+        self.client, self.keys, self.parameters = client, keys, parameters
+        self._hashes = [keys("dedup", "near", "number"),  # key -> number
+                        keys("dedup", "near", "key"),  # number -> key
+                        keys("dedup", "near", "count"),
+                        keys("dedup", "near", "signature"),  # number -> signature
+                        keys("dedup", "near", "bands")]  # number -> band keys
+        self._band_prefix = _encode(keys("dedup", "near", "band", ""))
+        self._parameters = keys("dedup", "near", "parameters")
+        self._script = client.register_script(_BANDS)
+
+    def _run(self, mode: str, key: str, signature: np.ndarray) -> list[Candidate]:
+        bands = b"".join(band.to_bytes(8, "little", signed=True) for band in self.parameters.band_keys(signature))
+        sets = [self._band_prefix + bands[i:i + 8] for i in range(0, len(bands), 8)]
+        with redis_errors(self.client, "the shared near-duplicate index"):
+            flat = self._script(keys=[*self._hashes, *sets],
+                                args=[_encode(key), signature.tobytes(), bands, self._band_prefix, mode])
+        return sorted((int(flat[i]), _decode(flat[i + 1]), flat[i + 2]) for i in range(0, len(flat), 3))
+
+    def candidates(self, signature: np.ndarray) -> list[Candidate]:
+        return self._run("read", "", signature)
+
+    def find_or_keep(self, key: str, signature: np.ndarray) -> list[Candidate]:
+        return self._run("find", key, signature)
+
+    def keep(self, key: str, signature: np.ndarray) -> None:
+        self._run("keep", key, signature)
+
+    def claim_parameters(self, text: str) -> str | None:
+        with redis_errors(self.client, "the shared near-duplicate index"):
+            if self.client.set(self._parameters, text, nx=True):
+                return None
+            return _decode(self.client.get(self._parameters))
+
+    def record_parameters(self, text: str) -> None:
+        with redis_errors(self.client, "the shared near-duplicate index"):
+            self.client.set(self._parameters, text)
+
+    def clear(self) -> None:
+        with redis_errors(self.client, "the shared near-duplicate index"):
+            pattern = re.sub(rb"([*?\[\]\\])", rb"\\\1", self._band_prefix) + b"*"
+            bands = list(self.client.scan_iter(match=pattern, count=1000))
+            for start in range(0, len(bands), 1000):
+                self.client.delete(*bands[start:start + 1000])
+            self.client.delete(*self._hashes)
+
+    def __len__(self) -> int:
+        with redis_errors(self.client, "the shared near-duplicate index"):
+            return int(self.client.hlen(self._hashes[3]))
+
+
 class RedisNearIndex(MinHashIndex):
-    """``NearDuplicateIndex`` shared by the crawl's workers: MinHash over word shingles, datasketch's
-    LSH on Redis for candidates, verified on the signatures kept beside it."""
+    """``NearDuplicateIndex`` shared by the crawl's workers: ``MinHashIndex`` over a
+    ``RedisBandStore``. Workers of one crawl must share their parameters (other bands would find
+    nothing, another ``num_perm`` could not be compared): the first worker records them, a
+    worker started with others is refused (ValueError)."""
 
     def __init__(self, client: redis.Redis, keys: Keys, threshold: float = DEFAULTS.near_dup_threshold,
                  num_perm: int = DEFAULTS.minhash_permutations, shingle_size: int = DEFAULTS.shingle_size) -> None:
@@ -133,81 +210,14 @@ class RedisNearIndex(MinHashIndex):
                              "decode_responses=False")
         self.client = client
         self.keys = keys
-        bands, rows = band_params(threshold, num_perm)
-        if bands < 2:
-            # datasketch wants two bands at least; two of half the rows find a superset (verified)
-            bands, rows = 2, num_perm // 2
-        self.bands, self.rows = bands, rows
-        self._numbers = keys("dedup", "near", "number")  # key -> number
-        self._keys = keys("dedup", "near", "key")  # number -> key
-        self._counter = keys("dedup", "near", "count")
-        self._signatures = keys("dedup", "near", "signature")  # number -> uint32 values
-        self._number = client.register_script(_NUMBER)
+        self.store = RedisBandStore(client, keys, self.parameters)
         self._short = RedisExactIndex(client, keys, name="near:short")
-        self._check_parameters(keys("dedup", "near", "parameters"))
-        self.lsh = MinHashLSH(
-            num_perm=num_perm, params=(bands, rows), prepickle=False, hashfunc=_band_key,
-            storage_config={"type": "redis", "basename": _encode(keys("dedup", "near", "lsh")),
-                            "redis": {"connection_pool": client.connection_pool}})
+        self._adopt_parameters(strict=True, whose=f"crawl {keys.crawl_id!r}")
 
     @classmethod
     def from_url(cls, url: str, crawl_id: str, **kwargs) -> RedisNearIndex:
         """The index of crawl ``crawl_id`` in the Redis at ``url`` (``redis://HOST:PORT/DB``)."""
         return cls(connect(url), Keys(crawl_id), **kwargs)
 
-    def _check_parameters(self, key: str) -> None:
-        """Workers of one crawl must share their parameters: other bands would find nothing in the
-        tables, another ``num_perm`` could not be compared. The first worker writes them."""
-        mine = f"threshold={self.threshold} num_perm={self.num_perm} shingle_size={self.shingle_size}"
-        with redis_errors(self.client, "the shared near-duplicate index"):
-            self.client.set(key, mine, nx=True)
-            theirs = _decode(self.client.get(key))
-        if theirs != mine:
-            raise ValueError(f"crawl {self.keys.crawl_id!r} indexes near-duplicates with {theirs}; "
-                             f"this worker was started with {mine}")
 
-    def __len__(self) -> int:
-        with redis_errors(self.client, "the shared near-duplicate index"):
-            return int(self.client.hlen(self._signatures)) + len(self._short)
-
-    def candidates(self, m: MinHash) -> set[str]:
-        """Keys of the stored pages sharing an LSH band with this signature (not yet verified)."""
-        with redis_errors(self.client, "the shared near-duplicate index"):
-            numbers = self.lsh.query(m)
-            owners = self.client.hmget(self._keys, numbers) if numbers else []
-        return {_decode(owner) for owner in owners if owner is not None}
-
-    def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
-        signature = self._as_signature(m.hashvalues)
-        with redis_errors(self.client, "the shared near-duplicate index"):
-            found = self._most_similar(key, signature, self.lsh.query(m))
-            if found is not None:
-                return found
-            number, known = self._number(keys=[self._numbers, self._keys, self._counter], args=[_encode(key)])
-            number = b"%d" % int(number)
-            if known and number in self.lsh:  # a re-fetch with changed content replaces the old signature
-                try:
-                    self.lsh.remove(number)
-                except ValueError:  # another worker replaced it a moment ago: nothing left to remove
-                    pass
-            # band tables first: a worker dying in between leaves entries without a signature,
-            # which are skipped, rather than a signature no query finds
-            self.lsh.insert(number, m, check_duplication=False)
-            self.client.hset(self._signatures, number, signature.tobytes())
-        return None
-
-    def _most_similar(self, key: str, signature: np.ndarray, numbers: list[bytes]) -> str | None:
-        """The key of the candidate at least ``threshold`` similar, the most similar then the
-        earliest (lowest number); None when there is none. A key is never its own duplicate."""
-        if not numbers:
-            return None
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hmget(self._signatures, numbers)
-        pipe.hmget(self._keys, numbers)
-        stored, owners = pipe.execute()
-        return self._most_similar_of(key, signature, (
-            (int(number), _decode(owner), raw) for number, raw, owner in zip(numbers, stored, owners, strict=True)
-            if raw is not None and owner is not None))  # else an insert cut short
-
-
-__all__ = ["RedisExactIndex", "RedisNearIndex"]
+__all__ = ["RedisBandStore", "RedisExactIndex", "RedisNearIndex"]

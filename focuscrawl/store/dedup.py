@@ -14,31 +14,32 @@ crawl's entries are its own (a new crawl into the store starts with empty indexe
 whose pages were stored without their indexes (by an older focuscrawl), or with other
 near-duplicate parameters, is told so (``kept`` False) and is rebuilt from its pages by the caller.
 
+The near index is the one algorithm of ``fingerprints.MinHashIndex`` over ``SqliteBandStore``,
+the ``lsh.BandStore`` of one crawl of the store.
+
 Tables (created when first used; a store without them reads as before):
 - ``dedup_exact``: (crawl, name, content hash) -> the first URL; ``name`` tells the exact index
   from the near index's fall-back for texts shorter than a shingle (as the Redis indexes do).
 - ``dedup_near``: a kept page's signature (``num_perm`` little-endian uint32); its id orders the
   pages, for "the earliest of equals".
-- ``dedup_bands``: (crawl, band key, page id), one row a band, the band key a deterministic 64-bit
-  hash of the band's number and values (Python's ``hash`` of bytes differs between processes).
-- ``dedup_parameters``: the threshold, permutations and shingle size a crawl's signatures were made with.
+- ``dedup_bands``: (crawl, band key, page id), one row a band, the band key ``lsh.band_key`` (a
+  deterministic 64-bit hash of the band's number and values).
+- ``dedup_parameters``: the threshold, permutations, shingle size and MinHash scheme a crawl's
+  signatures were made with.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import logging
 import sqlite3
 
 import numpy as np
 from datasketch import MinHash
 
 from focuscrawl.config import DEFAULTS
-from focuscrawl.dedup.fingerprints import MinHashIndex, band_params
+from focuscrawl.dedup.fingerprints import MinHashIndex
+from focuscrawl.dedup.lsh import Candidate, NearParameters
 from focuscrawl.store.sqlite import StoreError
-
-logger = logging.getLogger(__name__)
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS dedup_exact (crawl INTEGER NOT NULL, name TEXT NOT NULL, digest TEXT NOT NULL, "
@@ -107,87 +108,107 @@ class StoreExactIndex:
         self.conn.execute("DELETE FROM dedup_exact WHERE crawl = ? AND name = ?", (self.crawl, self.name))
 
 
-class StoreNearIndex(MinHashIndex):
-    """``NearDuplicateIndex`` in one crawl of the store: candidates from the band table, verified
-    on the stored signatures (the most similar at least ``threshold``, the earliest of equals)."""
+class SqliteBandStore:
+    """``lsh.BandStore`` in one crawl of the crawl store: a page's order is its ``dedup_near`` id."""
 
-    def __init__(self, conn: sqlite3.Connection, crawl: int, threshold: float = DEFAULTS.near_dup_threshold,
-                 num_perm: int = DEFAULTS.minhash_permutations, shingle_size: int = DEFAULTS.shingle_size) -> None:
-        super().__init__(threshold, num_perm, shingle_size)
+    def __init__(self, conn: sqlite3.Connection, crawl: int, parameters: NearParameters) -> None:
         create_tables(conn)
-        self.conn, self.crawl = conn, int(crawl)
-        self.bands, self.rows = band_params(threshold, num_perm)
-        self._short = StoreExactIndex(conn, crawl, name="near:short")
-        self.kept = self._check_parameters()
+        self.conn, self.crawl, self.parameters = conn, int(crawl), parameters
 
     @_store_errors
-    def _check_parameters(self) -> bool:
-        """Whether the crawl's entries were made with these parameters. Entries made with others
-        cannot be compared with this index's signatures: they are dropped (the caller rebuilds)."""
-        mine = f"threshold={self.threshold} num_perm={self.num_perm} shingle_size={self.shingle_size}"
+    def claim_parameters(self, text: str) -> str | None:
         row = self.conn.execute("SELECT parameters FROM dedup_parameters WHERE crawl = ?", (self.crawl,)).fetchone()
-        if row is not None and row[0] == mine:
-            return True
-        if row is not None:
-            logger.warning("crawl %d's near-duplicate index was made with %s, this crawl runs with %s: it is "
-                           "made again", self.crawl, row[0], mine)
-            self.clear()
+        if row is None:
+            self.record_parameters(text)
+            return None
+        return row[0]
+
+    @_store_errors
+    def record_parameters(self, text: str) -> None:
         self.conn.execute("INSERT OR REPLACE INTO dedup_parameters (crawl, parameters) VALUES (?, ?)",
-                          (self.crawl, mine))
-        return False
+                          (self.crawl, text))
 
     @_store_errors
     def clear(self) -> None:
-        """Forget this crawl's signatures and bands."""
         self.conn.execute("DELETE FROM dedup_bands WHERE crawl = ?", (self.crawl,))
         self.conn.execute("DELETE FROM dedup_near WHERE crawl = ?", (self.crawl,))
-        self._short.clear()
 
     @_store_errors
     def __len__(self) -> int:
-        near = self.conn.execute("SELECT COUNT(*) FROM dedup_near WHERE crawl = ?", (self.crawl,)).fetchone()[0]
-        return near + len(self._short)
+        return self.conn.execute("SELECT COUNT(*) FROM dedup_near WHERE crawl = ?", (self.crawl,)).fetchone()[0]
 
-    def _band_keys(self, signature: np.ndarray) -> list[int]:
-        r = self.rows
-        return [int.from_bytes(hashlib.blake2b(b.to_bytes(2, "little") + signature[b * r:(b + 1) * r].tobytes(),
-                                               digest_size=8).digest(), "little", signed=True)
-                for b in range(self.bands)]
-
-    def _candidates(self, keys: list[int]) -> list[tuple[int, str, bytes]]:
-        """(id, url, signature) of the crawl's pages sharing a band key with ``keys``."""
+    def _candidates(self, keys: list[int]) -> list[Candidate]:
         marks = ", ".join("?" * len(keys))
         return self.conn.execute(
             f"SELECT n.id, n.url, n.signature FROM dedup_near n WHERE n.id IN "
-            f"(SELECT page FROM dedup_bands WHERE crawl = ? AND band IN ({marks}))", (self.crawl, *keys)).fetchall()
+            f"(SELECT page FROM dedup_bands WHERE crawl = ? AND band IN ({marks})) ORDER BY n.id",
+            (self.crawl, *keys)).fetchall()
 
     @_store_errors
-    def candidates(self, m: MinHash) -> set[str]:
-        """Keys of the stored pages sharing an LSH band with this signature (not yet verified)."""
-        return {url for _, url, _ in self._candidates(self._band_keys(self._as_signature(m.hashvalues)))}
+    def candidates(self, signature: np.ndarray) -> list[Candidate]:
+        return self._candidates(self.parameters.band_keys(signature))
 
     @_store_errors
-    def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
-        signature = self._as_signature(m.hashvalues)
-        keys = self._band_keys(signature)
-        found = self._most_similar_of(key, signature, self._candidates(keys))
-        if found is not None:
-            return found
+    def find_or_keep(self, key: str, signature: np.ndarray) -> list[Candidate]:
+        keys = self.parameters.band_keys(signature)
+        found = [candidate for candidate in self._candidates(keys) if candidate[1] != key]
+        if not found:
+            self._keep(key, signature, keys)
+        return found
+
+    @_store_errors
+    def keep(self, key: str, signature: np.ndarray) -> None:
+        self._keep(key, signature, self.parameters.band_keys(signature))
+
+    def _keep(self, key: str, signature: np.ndarray, keys: list[int]) -> None:
         own = self.conn.execute("SELECT id, signature FROM dedup_near WHERE crawl = ? AND url = ?",
                                 (self.crawl, key)).fetchone()
         if own is not None:  # a re-fetch with changed content replaces the old signature
             page = own[0]
             old = np.frombuffer(own[1], dtype="<u4")
-            if len(old) == self.num_perm:
+            if len(old) == self.parameters.num_perm:
                 self.conn.executemany("DELETE FROM dedup_bands WHERE crawl = ? AND band = ? AND page = ?",
-                                      [(self.crawl, band, page) for band in self._band_keys(old)])
+                                      [(self.crawl, band, page) for band in self.parameters.band_keys(old)])
             self.conn.execute("UPDATE dedup_near SET signature = ? WHERE id = ?", (signature.tobytes(), page))
         else:
             page = self.conn.execute("INSERT INTO dedup_near (crawl, url, signature) VALUES (?, ?, ?)",
                                      (self.crawl, key, signature.tobytes())).lastrowid
         self.conn.executemany("INSERT OR IGNORE INTO dedup_bands (crawl, band, page) VALUES (?, ?, ?)",
                               [(self.crawl, band, page) for band in keys])
-        return None
 
 
-__all__ = ["StoreExactIndex", "StoreNearIndex", "create_tables"]
+class StoreNearIndex(MinHashIndex):
+    """``NearDuplicateIndex`` in one crawl of the store: ``MinHashIndex`` over a ``SqliteBandStore``.
+    ``kept``: whether the crawl's entries were made with these parameters; entries made with
+    others are dropped (said in a warning), and the caller rebuilds them from the crawl's pages."""
+
+    def __init__(self, conn: sqlite3.Connection, crawl: int, threshold: float = DEFAULTS.near_dup_threshold,
+                 num_perm: int = DEFAULTS.minhash_permutations, shingle_size: int = DEFAULTS.shingle_size) -> None:
+        super().__init__(threshold, num_perm, shingle_size)
+        self.conn, self.crawl = conn, int(crawl)
+        self.store = SqliteBandStore(conn, crawl, self.parameters)
+        self._short = StoreExactIndex(conn, crawl, name="near:short")
+        self.kept = self._adopt_parameters(strict=False, whose=f"crawl {self.crawl}'s")
+
+    def _band_keys(self, signature: np.ndarray) -> list[int]:
+        return self.parameters.band_keys(signature)
+
+    @_store_errors
+    def __len__(self) -> int:
+        return super().__len__()
+
+    @_store_errors
+    def clear(self) -> None:
+        """Forget this crawl's signatures and bands."""
+        super().clear()
+
+    @_store_errors
+    def candidates(self, m: MinHash) -> set[str]:
+        return super().candidates(m)
+
+    @_store_errors
+    def find_or_add_minhash(self, key: str, m: MinHash) -> str | None:
+        return super().find_or_add_minhash(key, m)
+
+
+__all__ = ["SqliteBandStore", "StoreExactIndex", "StoreNearIndex", "create_tables"]
