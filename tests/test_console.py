@@ -540,6 +540,7 @@ def test_scrapy_console_serves_the_page_of_a_stored_crawl(stored_crawl, browser)
     assert code == 0, log.read_text()[-2000:]
 
 
+@pytest.mark.slow
 def test_a_busy_port_is_one_error_line(store_path, tmp_path):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

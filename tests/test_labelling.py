@@ -216,6 +216,7 @@ def test_the_queue_reads_a_growing_store_and_leaves_out_what_it_should(tmp_path,
 
 # --- retraining from the labels given -------------------------------------------------------------
 
+@pytest.mark.slow
 def test_scrapy_train_retrains_the_crawls_model_with_the_labels_given(tmp_path, model):
     rng = random.Random(3)
     store = CrawlStore(tmp_path / "crawl.db")
@@ -246,6 +247,7 @@ def test_scrapy_train_retrains_the_crawls_model_with_the_labels_given(tmp_path, 
     assert TopicModel.load(tmp_path / "again.joblib").metadata["n_positive"] == 14
 
 
+@pytest.mark.slow
 def test_a_store_labelled_only_by_people_trains_without_a_positive_label(tmp_path):
     rng = random.Random(4)
     store = CrawlStore(tmp_path / "crawl.db")
@@ -258,6 +260,7 @@ def test_a_store_labelled_only_by_people_trains_without_a_positive_label(tmp_pat
     assert TopicModel.load(tmp_path / "m.joblib").positive_labels == ["on-topic"]
 
 
+@pytest.mark.slow
 def test_retraining_when_the_models_examples_are_gone_is_one_line(tmp_path, model):
     (tmp_path / "examples.jsonl").unlink()
     store = CrawlStore(tmp_path / "crawl.db")
@@ -269,6 +272,7 @@ def test_retraining_when_the_models_examples_are_gone_is_one_line(tmp_path, mode
     assert_one_error(result, "training examples are gone", "examples.jsonl")
 
 
+@pytest.mark.slow
 def test_retraining_a_crawl_whose_model_is_gone_names_it(tmp_path, model):
     store = CrawlStore(tmp_path / "crawl.db")
     store.begin_crawl(model=str(tmp_path / "moved.joblib"))
@@ -279,6 +283,7 @@ def test_retraining_a_crawl_whose_model_is_gone_names_it(tmp_path, model):
     assert_one_error(result, "moved.joblib", "which is gone", "--base")
 
 
+@pytest.mark.slow
 def test_an_unlabelled_store_says_how_to_label_it(tmp_path):
     store = CrawlStore(tmp_path / "crawl.db")
     store.add_page(page("http://c.example/1", "one", "telescope galaxy"))

@@ -298,6 +298,7 @@ SCRAPY_CLIENT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_scrapy_crawls_through_the_proxy(proxy, tmp_path):
     script = tmp_path / "client.py"
     script.write_text(SCRAPY_CLIENT)

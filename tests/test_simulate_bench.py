@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from focuscrawl.relevance import TopicModel
 from focuscrawl.replay.metrics import Relevance, load_labels, reachable_relevant
 
 from .conftest import load_bench
+
+pytestmark = pytest.mark.slow  # simulated crawls of the demo web, several a test
 
 
 def test_simulation_is_seeded_and_finds_the_topic_on_the_demo_web(demo_web, demo_files, demo_model):
