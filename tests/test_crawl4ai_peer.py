@@ -174,6 +174,14 @@ def test_a_crawl_that_stopped_early_found_nothing_with_the_requests_it_did_not_m
     assert row["relevant_per_minute"] == pytest.approx(60 * 1 / 0.01)
 
 
+def test_recall_of_the_pages_kept_counts_each_relevant_page_once():
+    relevance = Relevance({"http://a.test/r": "topic", "http://a.test/s": "topic", "http://a.test/o": "other"},
+                          ["topic"])
+    kept = ["http://a.test/r", "http://a.test/r", "http://a.test/o", "http://a.test/unknown"]
+    assert peer.kept_recall(kept, relevance, 4) == 0.25
+    assert peer.kept_recall(kept, relevance, 0) == 0.0
+
+
 # --- politeness --------------------------------------------------------------------------------------
 
 
@@ -182,7 +190,11 @@ def test_politeness_counts_robots_overlaps_and_gaps():
            rec("http://a.test/3", t=2.0), rec("http://b.test/1", t=0.0), rec("http://b.test/robots.txt", 404, t=5.0),
            {**rec("http://b.test/2", 429, t=6.0), "refused": True},
            {"t_start": 1.0, "t_end": 1.0, "method": "CONNECT", "url": "c.test:443", "host": "", "path": "", "status": 501}]
+    audit = peer.politeness(log + [rec("http://b.test/private/x", t=9.0), rec("http://b.test/private/x", t=10.0)],
+                            robots={"b.test": "User-agent: *\nDisallow: /private/\n"})
+    assert audit["disallowed"] == 2 and audit["repeated"] == 1  # private/x, twice
     audit = peer.politeness(log)
+    assert audit["disallowed"] == 0
     assert audit["requests"] == 6 and audit["hosts"] == 2
     assert audit["robots_txt"] == 1 and audit["refused"] == 1
     assert audit["max_open_per_host"] == 2
@@ -263,3 +275,5 @@ def test_crawl4ai_crawls_only_through_the_replay_and_within_its_cap(tmp_path, de
     assert said["blocked"] == []
     assert [s["index"] for s in said["seeds"]] == [0, 1]
     assert all(s["counted"] <= cap for s, cap in zip(said["seeds"], (20, 40)))
+    kept = [url for s in said["seeds"] for url in s["kept"]]
+    assert kept and set(kept) <= {r["url"] for r in served if 200 <= r["status"] < 300}

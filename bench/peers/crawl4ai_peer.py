@@ -87,7 +87,12 @@ for path in (str(ROOT), str(BENCH)):
         sys.path.insert(0, path)
 
 import webs  # noqa: E402  (bench/webs.py, the catalogue)
-from focuscrawl.politeness.audit import concurrency_violations, max_concurrency, min_gaps  # noqa: E402
+from focuscrawl.politeness.audit import (  # noqa: E402
+    concurrency_violations,
+    disallowed_hits,
+    max_concurrency,
+    min_gaps,
+)
 from focuscrawl.replay import RecordedWeb, RecordError, ReplayProxy  # noqa: E402
 from focuscrawl.replay.linkgraph import LinkGraph, SamePage, load_aliases  # noqa: E402
 from focuscrawl.replay.metrics import (  # noqa: E402
@@ -108,6 +113,9 @@ RUNNER = Path(__file__).resolve().parent / "crawl4ai_runner.py"
 HARVEST_POINTS = (100, 500)  # and the budget: the harvest keys bench/suite.py reads
 CRAWL_TIMEOUT = 3600.0  # seconds: a hung crawl is stopped, reported, and the others go on
 ROBOTS_PATH = "/robots.txt"
+#: the User-Agent crawl4ai's HTTP fetcher sends (AsyncHTTPCrawlerStrategy._BASE_HEADERS in 0.9.5):
+#: a browser's, so robots.txt's "*" group is the one that applies to it
+USER_AGENT = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36"
 REFUSED_BODY = b"request budget spent: the replay answers no more requests of this crawl\n"
 
 
@@ -193,11 +201,21 @@ def score_row(log: list[dict], relevance: Relevance, reachable: int, budget: int
     }
 
 
-def politeness(log: list[dict]) -> dict:
-    """What the server's log says of the crawl's manners: robots.txt requests, requests open at
-    once per host (the most, and the share of requests sent while another to their host was
-    open), and the gaps between consecutive requests to one host (start to start)."""
+def kept_recall(kept: list[str], relevance: Relevance, reachable: int) -> float:
+    """The share of the reachable relevant pages among the pages crawl4ai kept (its results; for
+    AdaptiveCrawler its knowledge base): the server's log also counts a page it only previewed."""
+    found = {relevance.page(url) for url in kept if relevance.is_relevant(url)}
+    return len(found) / reachable if reachable else 0.0
+
+
+def politeness(log: list[dict], robots: dict[str, str] | None = None) -> dict:
+    """What the server's log says of the crawl's manners: robots.txt requests, requests to paths
+    the recorded robots.txt files (``robots``, {host: text}) disallow, requests open at once per
+    host (the most, and the share of requests sent while another to their host was open), the
+    gaps between consecutive requests to one host (start to start), and repeated requests (a URL
+    requested again in the same crawl)."""
     records = [rec for rec in log if rec.get("url") and rec.get("host")]
+    urls = [rec["url"] for rec in records if rec.get("path") != ROBOTS_PATH]
     by_host: dict[str, list[float]] = defaultdict(list)
     for rec in records:
         by_host[rec["host"]].append(float(rec["t_start"]))
@@ -210,6 +228,8 @@ def politeness(log: list[dict]) -> dict:
     return {
         "requests": len(records),
         "robots_txt": sum(1 for rec in records if rec.get("path") == ROBOTS_PATH),
+        "disallowed": len(disallowed_hits(records, robots, USER_AGENT)) if robots else 0,
+        "repeated": len(urls) - len(set(urls)),
         "refused": sum(1 for rec in records if rec.get("refused")),
         "hosts": len(by_host),
         "max_open_per_host": max(concurrency.values(), default=0),
@@ -352,6 +372,8 @@ class WebScoring:
         self.labels = load_labels(web.labels)
         aliases = load_aliases(web.aliases) if web.aliases and Path(web.aliases).is_file() else []
         self.same_page = SamePage.for_graph(self.graph, aliases)
+        self.robots = {resp.url.split("/")[2]: resp.body.decode("utf-8", "replace") for resp in self.recorded
+                       if resp.status == 200 and resp.url.split("/", 3)[3:] == ["robots.txt"]}
 
     def relevance(self, topic: webs.Topic) -> tuple[Relevance, int]:
         """The topic's relevance and how many relevant pages are reachable from the seeds."""
@@ -360,28 +382,32 @@ class WebScoring:
 
 
 def format_table(rows: list[dict], audits: list[dict]) -> str:
-    """A row per crawl: requests, recall at the budget, harvest at 100/500/budget, relevant pages
-    per minute; then what the server's log says of its politeness."""
-    head = (f"{'web':9} {'topic':12} {'crawler':19} {'run':>3} {'requests':>8} {'recall':>7} "
+    """A row per crawl: requests, recall at the budget (and of the pages crawl4ai kept), harvest
+    at 100/500/budget, relevant pages per minute; then what the server's log says of its
+    politeness. ``audits`` go with ``rows``, one for one."""
+    head = (f"{'web':9} {'topic':12} {'crawler':19} {'run':>3} {'requests':>8} {'recall':>7} {'kept':>7} "
             f"{'h@100':>6} {'h@500':>6} {'h@budget':>8} {'rel/min':>8} {'seconds':>8}")
     lines = [head, "-" * len(head)]
-    for row in rows:
+    for i, row in enumerate(rows):
         harvest = row["harvest"]
         budget = max(harvest, key=int)
         cells = [f"{harvest[n]:>6.3f}" if n in harvest and n != budget else f"{'-':>6}" for n in ("100", "500")]
+        kept = audits[i].get("recall_kept") if i < len(audits) else None
+        kept = f"{kept:>7.1%}" if kept is not None else f"{'-':>7}"
         lines.append(f"{row['web']:9} {row['topic']:12} {row['crawler']:19} {row['run']:>3} {row['requests']:>8} "
-                     f"{row['recall']:>7.1%} {cells[0]} {cells[1]} {harvest[budget]:>8.3f} "
+                     f"{row['recall']:>7.1%} {kept} {cells[0]} {cells[1]} {harvest[budget]:>8.3f} "
                      f"{row['relevant_per_minute']:>8.1f} {row['seconds']:>8.1f}")
     if audits:
         lines += ["", "politeness, from the server's log (every request, refused ones too):",
-                  f"{'web':9} {'topic':12} {'crawler':19} {'run':>3} {'robots.txt':>10} {'open/host':>9} "
-                  f"{'overlap':>7} {'median gap':>10} {'<1s gaps':>8} {'refused':>7} {'blocked':>7}"]
+                  f"{'web':9} {'topic':12} {'crawler':19} {'run':>3} {'robots.txt':>10} {'disallowed':>10} "
+                  f"{'open/host':>9} {'overlap':>7} {'median gap':>10} {'<1s gaps':>8} {'repeated':>8} "
+                  f"{'refused':>7} {'blocked':>7}"]
         for a in audits:
             median = "-" if a["median_gap"] is None else f"{a['median_gap']:.3f}s"
             under = "-" if a["gaps_under_1s"] is None else f"{a['gaps_under_1s']:.0%}"
             lines.append(f"{a['web']:9} {a['topic']:12} {a['crawler']:19} {a['run']:>3} {a['robots_txt']:>10} "
-                         f"{a['max_open_per_host']:>9} {a['overlapping_share']:>7.0%} {median:>10} {under:>8} "
-                         f"{a['refused']:>7} {a['blocked']:>7}")
+                         f"{a.get('disallowed', 0):>10} {a['max_open_per_host']:>9} {a['overlapping_share']:>7.0%} "
+                         f"{median:>10} {under:>8} {a.get('repeated', 0):>8} {a['refused']:>7} {a['blocked']:>7}")
     return "\n".join(lines)
 
 
@@ -461,12 +487,16 @@ def run(args) -> int:
                     continue
                 row = score_row(log, relevance, reachable, web.budget, web=web.name, topic=topic.name,
                                 crawler=crawler, run=run_index)
+                kept = [url for seed in said["seeds"] for url in seed.pop("kept", [])]
                 audit = {"web": web.name, "topic": topic.name, "crawler": crawler, "run": run_index,
-                         **politeness(log), "blocked": len(said["blocked"]), "blocked_examples": said["blocked"][:5],
-                         "seeds": said["seeds"], "wall_seconds": round(time.monotonic() - started, 1)}
+                         **politeness(log, scored.robots), "blocked": len(said["blocked"]),
+                         "blocked_examples": said["blocked"][:5], "pages_kept": len(kept),
+                         "recall_kept": kept_recall(kept, relevance, reachable), "seeds": said["seeds"],
+                         "wall_seconds": round(time.monotonic() - started, 1)}
                 result["rows"].append(row)
                 result["politeness"].append(audit)
-                print(f"{where}: {row['requests']} requests, recall {row['recall']:.1%} of {reachable}, "
+                print(f"{where}: {row['requests']} requests, recall {row['recall']:.1%} of {reachable} "
+                      f"({audit['recall_kept']:.1%} in the {len(kept)} pages it kept), "
                       f"harvest@{web.budget} {row['harvest'][str(web.budget)]:.3f}, "
                       f"{audit['refused']} refused past the cap, {audit['blocked']} blocked off-loopback",
                       flush=True)

@@ -12,7 +12,9 @@ and speaks to it over a pipe, one JSON line each way: before each start URL the 
 counted requests (robots.txt not counted) the replay will have answered when this start URL's
 share of the budget is spent; the replay refuses every counted request past it. The runner then
 crawls that start URL until the server's log (the replay's own record, read as it grows) holds C
-counted requests, or crawl4ai stops by itself, and says ``{"event": "seed_done", ...}``. Anything
+counted requests, or crawl4ai stops by itself, and says ``{"event": "seed_done", ...}`` with the
+URLs of the pages crawl4ai kept (``kept``: the successful results; AdaptiveCrawler's knowledge
+base, without the links it only previewed). Anything
 crawl4ai prints goes to stderr, so stdout carries only these lines.
 
 Only the replay is contacted: every fetch of crawl4ai's HTTP strategy is given the proxy (a
@@ -178,11 +180,12 @@ async def crawl_bestfirst(crawler, seed: str, job: dict, budget: Budget) -> dict
     )
     config = CrawlerRunConfig(deep_crawl_strategy=deep, cache_mode=CacheMode.BYPASS, stream=True,
                               proxy_config=ProxyConfig(server=job["proxy"]), verbose=False)
-    pages = succeeded = 0
+    results, kept = 0, []
     async for result in await crawler.arun(seed, config=config):
-        pages += 1
-        succeeded += bool(result.success)
-    return {"results": pages, "succeeded": succeeded}
+        results += 1
+        if result.success:
+            kept.append(result.url)
+    return {"results": results, "kept": kept}
 
 
 async def crawl_adaptive(crawler, seed: str, job: dict, budget: Budget) -> dict:
@@ -200,7 +203,8 @@ async def crawl_adaptive(crawler, seed: str, job: dict, budget: Budget) -> dict:
     )
     adaptive = AdaptiveCrawler(crawler=crawler, config=config, strategy=BudgetedStatistical())
     state = await adaptive.digest(start_url=seed, query=" ".join(job["words"]))
-    return {"results": len(state.crawled_urls), "succeeded": len(state.knowledge_base)}
+    # the pages it crawled; the links it only previewed (their <head>) are not among them
+    return {"results": len(state.crawled_urls), "kept": [result.url for result in state.knowledge_base]}
 
 
 STRATEGIES = {"bestfirst": crawl_bestfirst, "adaptive": crawl_adaptive}
