@@ -269,7 +269,8 @@ def parse_runs(value) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="crawl4ai_peer.py", description=__doc__.split("\n\n")[0].replace("\n", " "))
-    parser.add_argument("--webs", metavar="NAME[,NAME]", help=f"webs to crawl (default all: {','.join(webs.WEB_NAMES)})")
+    parser.add_argument("--webs", metavar="NAME[,NAME]",
+                        help=f"webs to crawl (default all: {','.join(webs.WEB_NAMES)})")
     parser.add_argument("--topics", metavar="NAME[,NAME]", help="only these topics (default every topic of the webs)")
     parser.add_argument("--strategies", default=",".join(STRATEGIES), metavar="NAME[,NAME]",
                         help=f"crawl4ai strategies (default {','.join(STRATEGIES)})")
