@@ -1,14 +1,22 @@
 """``scrapy crawl``, with the focused spider's configuration checked before the crawl starts
 (``focuscrawl.preflight``): a missing model, an empty seeds file, a Redis nobody runs, a browser
-that is not there or a bad setting is one clear line each, exit code 2, rather than a traceback."""
+that is not there or a bad setting is one clear line each, exit code 2, rather than a traceback.
+A crawl stopped for a configuration found wrong once it ran (a ``SPLASH_URL`` that is not Splash:
+``rendering.service``) exits with 2 as well."""
 
 from __future__ import annotations
 
 import sys
 
+from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from focuscrawl import preflight
+from focuscrawl.rendering.service import ERROR_STAT
+from focuscrawl.rendering.service import FINISH_REASON as RENDER_SERVICE_NOT_SPLASH
+
+#: finish reasons that are a configuration found wrong while crawling
+CONFIGURATION_REASONS = frozenset({RENDER_SERVICE_NOT_SPLASH})
 
 
 class Command(ScrapyCrawlCommand):
@@ -20,4 +28,18 @@ class Command(ScrapyCrawlCommand):
             if errors:
                 self.exitcode = 2
                 return
+        self._errors: list[str] = []
         super().run(args, opts)
+        for line in self._errors:
+            print(f"error: {line}", file=sys.stderr)
+        if self._errors and self.exitcode == 0:
+            self.exitcode = 2
+
+    def _create_crawler(self, spidercls):
+        crawler = super()._create_crawler(spidercls)
+        crawler.signals.connect(self._closed, signal=signals.spider_closed)
+        return crawler
+
+    def _closed(self, spider, reason):
+        if reason in CONFIGURATION_REASONS:
+            self._errors.append(spider.crawler.stats.get_value(ERROR_STAT) or reason)

@@ -3,7 +3,8 @@
 ``playwright``: scrapy-playwright's keys (a browser context out of a bounded pool, the load wait,
 then a wait for the document to settle); ``splash``: scrapy-splash's ``meta["splash"]`` (its
 SplashMiddleware rewrites the request to ``SPLASH_URL``'s ``render.html`` in the downloader, after
-the crawl's scheduler has gated it as a request of the page's host).
+the crawl's scheduler has gated it as a request of the page's host), sent to the service without
+the crawl's proxy.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ class RenderMeta:
         if self.backend == "splash":
             meta["splash"] = {"endpoint": "render.html",
                               "args": {"wait": self.settle, "timeout": self.timeout, "images": 0}}
+            # the call of SPLASH_URL goes straight to the service, never through the crawl's proxy
+            # (http_proxy): a proxy answers it for itself. The service fetches the page through
+            # its own proxy, if it has one (`scrapy render-server` takes the environment's).
+            meta["proxy"] = None
             return
         from scrapy_playwright.page import PageMethod
 
@@ -79,7 +84,7 @@ class RenderMeta:
 BACKEND_KEYS = frozenset({
     "playwright", "playwright_context", "playwright_page_goto_kwargs", "playwright_page_methods",
     "playwright_page_init_callback", "playwright_include_page", "playwright_page", "focus_render_allows",
-    "splash", "_splash_processed", "download_timeout",
+    "splash", "_splash_processed", "download_timeout", "proxy",
 })
 
 
