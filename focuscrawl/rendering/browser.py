@@ -36,7 +36,6 @@ import shutil
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from ipaddress import ip_network
 from urllib.parse import urlsplit
 from urllib.request import getproxies
 
@@ -345,12 +344,13 @@ def proxy_script(proxy: str | None, policy: NetworkPolicy | None = None) -> str:
     services = " || ".join(f'shExpMatch(host, "{pattern}")' for pattern in BROWSER_SERVICE_HOSTS)
     private = ""
     if proxy is None and policy is not None and policy.checks:
-        networks = [(net, bits) for net, bits in PRIVATE_IPV4
-                    if not any(ip_network(f"{net}/{bits}").overlaps(allowed) for allowed in policy.allowed
-                               if allowed.version == 4)]
-        if networks:
-            tests = " || ".join(f'isInNet(ip, "{net}", "{_mask(bits)}")' for net, bits in networks)
-            private = f'var ip = dnsResolve(host); if (!ip || {tests}) return "{NOWHERE}"; '
+        # the networks the user allows first (an allowed 127.0.0.2 leaves the rest of loopback refused)
+        allowed = " || ".join(f'isInNet(ip, "{network.network_address}", "{network.netmask}")'
+                              for network in policy.allowed if network.version == 4)
+        tests = " || ".join(f'isInNet(ip, "{net}", "{_mask(bits)}")' for net, bits in PRIVATE_IPV4)
+        private = (f'var ip = dnsResolve(host); if (!ip) return "{NOWHERE}"; '
+                   + (f'if ({allowed}) return "{upstream}"; ' if allowed else "")
+                   + f'if ({tests}) return "{NOWHERE}"; ')
     return (f'function FindProxyForURL(url, host) {{ if ({services}) return "{NOWHERE}"; '
             f'if (shExpMatch(url, "*/favicon.ico")) return "{NOWHERE}"; {private}return "{upstream}"; }}')
 
