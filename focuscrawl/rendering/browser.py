@@ -42,6 +42,7 @@ from urllib.request import getproxies
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import FocusConfig
 from focuscrawl.handlers import PoliteHTTP11DownloadHandler
+from focuscrawl.rendering.health import DOCUMENT_LATENCY, RENDER_SECONDS
 from focuscrawl.safety import NetworkPolicy, host_address
 
 logger = logging.getLogger(__name__)
@@ -163,7 +164,9 @@ class RenderGuard:
             return "robots"
         return None
 
-    async def handle(self, route, lock: asyncio.Lock, page_url: str, page_host: str, allows) -> None:
+    async def handle(self, route, lock: asyncio.Lock, page_url: str, page_host: str, allows,
+                     timed: Callable[[float], None] | None = None) -> None:
+        """``timed(seconds)``: told how long the page's own request took (its server's latency)."""
         request = route.request
         navigation = request.is_navigation_request() and request.frame.parent_frame is None
         reason = self.refusal(request.url, request.resource_type, page_host, allows, navigation)
@@ -183,6 +186,7 @@ class RenderGuard:
         if self.user_agent:
             headers["user-agent"] = self.user_agent
         async with lock:  # the page's requests one at a time: one connection to the host
+            started = time.monotonic()
             try:
                 await route.continue_(headers=headers)
                 response = await request.response()
@@ -194,6 +198,8 @@ class RenderGuard:
                 self._tell(page_url, request, None, navigation)
                 return
         self.stats.inc_value("focus/render/requests")
+        if navigation and timed is not None:
+            timed(time.monotonic() - started)
         self._tell(page_url, request, response.status if response is not None else None, navigation)
         if cacheable and response is not None and response.status == 200:
             try:
@@ -207,6 +213,31 @@ class RenderGuard:
         if self.loaded is not None and not navigation:  # the page's own request is logged as the crawl's
             self.loaded(page=page_url, url=request.url, method=request.method, status=status,
                         resource=request.resource_type, blocked=blocked)
+
+
+def _charge_render(meta: dict) -> None:
+    """A render's seconds are the browser's, not its host's server's: the host's adaptive delay
+    learns from the page's own response time (None when unknown: nothing learnt), the request log
+    shows the render's."""
+    meta[RENDER_SECONDS] = meta.get("download_latency")
+    meta["download_latency"] = meta.get(DOCUMENT_LATENCY)
+
+
+class _OneLine(logging.Filter):
+    """scrapy-playwright logs a failed render with its traceback (30 lines for a timeout): kept
+    as one line at DEBUG; ``health.RenderHealthMiddleware`` says what failed, once."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and str(record.msg).startswith("Closing page due to failed request"):
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+def _quiet_playwright_failures() -> None:
+    handler_logger = logging.getLogger("scrapy-playwright")  # scrapy_playwright.handler's
+    if not any(isinstance(f, _OneLine) for f in handler_logger.filters):
+        handler_logger.addFilter(_OneLine())
 
 
 def browser_pids(root_pid: int | None = None) -> list[int]:
@@ -271,12 +302,14 @@ def _playwright_handler_class():
             self.renders = 0
             self.max_browser_mb = config.render_max_browser_mb
             self.launched = False
+            self._launch_lock = asyncio.Lock()
             self.too_big = False  # past FOCUS_RENDER_MAX_BROWSER_MB: restarted once no render is running
 
         async def render(self, request):
-            if not self.launched:
-                await self._launch()  # engine_started has passed: scrapy-playwright's own hook never ran
-                self.launched = True
+            async with self._launch_lock:  # two first renders at once: one launch, the other waits for it
+                if not self.launched:
+                    await self._launch()  # engine_started has passed: scrapy-playwright's own hook never ran
+                    self.launched = True
             request.meta["playwright_page_init_callback"] = self._guard_page
             self.rendering += 1
             try:
@@ -295,8 +328,11 @@ def _playwright_handler_class():
             page_host = (urlsplit(request.url).hostname or "").lower()
             allows = request.meta.get(ALLOWS)
 
+            def timed(seconds: float) -> None:
+                request.meta.setdefault(DOCUMENT_LATENCY, seconds)  # the first answer, not a redirect's
+
             async def route_all(route):
-                await self.guard.handle(route, lock, request.url, page_host, allows)
+                await self.guard.handle(route, lock, request.url, page_host, allows, timed)
 
             await page.route("**/*", route_all)
 
@@ -394,6 +430,10 @@ class FocusDownloadHandler(PoliteHTTP11DownloadHandler):
         self._max_bytes = FocusConfig.from_settings(crawler.settings).render_max_bytes
 
     async def download_request(self, request, *args, **kwargs):
+        if request.meta.get("_splash_processed"):  # a render, as a call of SPLASH_URL
+            response = await super().download_request(request, *args, **kwargs)
+            _charge_render(request.meta)
+            return response
         if not request.meta.get("playwright"):
             return await super().download_request(request, *args, **kwargs)
         browser = await self._browser_handler()
@@ -403,6 +443,7 @@ class FocusDownloadHandler(PoliteHTTP11DownloadHandler):
         except Exception:
             self.crawler.stats.inc_value("focus/render/failed")
             raise
+        _charge_render(request.meta)
         limit = self._max_bytes
         if len(response.body) > limit:
             self.crawler.stats.inc_value("focus/render/cut")
@@ -418,6 +459,7 @@ class FocusDownloadHandler(PoliteHTTP11DownloadHandler):
             return self._browser
 
     def _make_browser_handler(self):
+        _quiet_playwright_failures()
         config = FocusConfig.from_settings(self.crawler.settings)
         executable = check_available(config)
         proxy = getproxies().get("http")

@@ -63,20 +63,24 @@ class RenderMeta:
             # its own proxy, if it has one (`scrapy render-server` takes the environment's).
             meta["proxy"] = None
             return
-        from scrapy_playwright.page import PageMethod
-
         from focuscrawl.rendering.browser import ALLOWS
 
+        meta.update({"playwright": True, "playwright_context": f"focus-render-{next(self._contexts)}", ALLOWS: allows})
+        self.set_timeout(meta, self.timeout)
+
+    def set_timeout(self, meta: dict, timeout: float) -> None:
+        """The seconds a render may take (its host's, ``health.RenderHealth``)."""
+        if self.backend == "splash":
+            meta["splash"]["args"]["timeout"] = timeout
+            meta["splash"]["args"]["wait"] = min(self.settle, timeout)
+            return
+        from scrapy_playwright.page import PageMethod
+
         # the load event within two thirds of the time, the settling within the rest
-        load = self.timeout * 2 / 3
-        meta.update({
-            "playwright": True,
-            "playwright_context": f"focus-render-{next(self._contexts)}",
-            "playwright_page_goto_kwargs": {"wait_until": "load", "timeout": load * 1000},
-            "playwright_page_methods": [PageMethod(settle, self.settle, self.timeout - load)],
-            ALLOWS: allows,
-            "download_timeout": self.timeout + 5,
-        })
+        load = timeout * 2 / 3
+        meta["playwright_page_goto_kwargs"] = {"wait_until": "load", "timeout": load * 1000}
+        meta["playwright_page_methods"] = [PageMethod(settle, self.settle, timeout - load)]
+        meta["download_timeout"] = timeout + 5
 
 
 #: what a backend adds to a request's meta at its release (live objects among them): left out when

@@ -352,6 +352,8 @@ class FocusedSpider(scrapy.Spider):
                 self.crawler.signals.send_catch_log(focus_signals.render_judged, request=request, host=host,
                                                     shell=None, plain=tuple(plain), rendered=(words, links))
             return None
+        if request.meta.get(RENDER):
+            return None  # routed to the browser, read plainly instead (its host's renders failed: rendering.health)
         reason = shell_reason(words, links, parsed.app) if self.render_mode == "auto" else None
         self.crawler.signals.send_catch_log(focus_signals.render_judged, request=request, host=host,
                                             shell=reason is not None)
