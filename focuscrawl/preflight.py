@@ -2,7 +2,8 @@
 check, each failure one line naming the setting and the fix.
 
 A crawl that would stop as it starts (no model, no seed, a Redis nobody runs, a browser that is
-not there, a render service that is something else, a store it cannot write) stops here instead,
+not there, a render service that is something else, a store, request log or output file it cannot
+write) stops here instead,
 before any request, with ``error: ...`` and exit code 2 (``commands/crawl.py``), never with a
 traceback from deep inside Scrapy's start. Every check runs, so a user fixes all at once.
 
@@ -20,6 +21,8 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from focuscrawl.config import ConfigError, FocusConfig
 
@@ -171,9 +174,31 @@ def check_jobdir(pre: Preflight) -> None:
     _writable_folder(os.path.abspath(jobdir), "JOBDIR", fix)
 
 
+def check_crawl_log(pre: Preflight) -> None:
+    """The request log the user asked for can be written (else the crawl would run without it)."""
+    path = pre.config.crawl_log
+    if path:
+        _writable_file(path, "FOCUS_CRAWL_LOG", "set FOCUS_CRAWL_LOG to a file in a folder you can write")
+
+
+def check_feeds(pre: Preflight) -> None:
+    """Each local file of ``-o``/``-O`` (FEEDS) can be written."""
+    for uri in pre.settings.getdict("FEEDS"):
+        uri = str(uri)
+        parts = urlsplit(uri)
+        if parts.scheme == "file":
+            path = url2pathname(parts.path)
+        elif len(parts.scheme) <= 1:  # no scheme (a Windows drive letter is no scheme either)
+            path = uri
+        else:
+            continue  # s3://, ftp://...: checked by Scrapy's feed storage when it opens
+        _writable_file(path.split("%(", 1)[0] if "%(" in os.path.dirname(path) else path,
+                       f"-o {uri}", "give -o/-O a file in a folder you can write")
+
+
 #: in the order a user would fix them
 CHECKS: tuple[Check, ...] = (check_model, check_seeds, check_threshold, check_exclusion_list, check_redis,
-                             check_rendering, check_store, check_jobdir)
+                             check_rendering, check_store, check_jobdir, check_crawl_log, check_feeds)
 
 
 def run(spargs: dict, settings, checks: tuple[Check, ...] = CHECKS) -> list[str]:
@@ -221,6 +246,17 @@ def splash_problem(splash_url: str | None, timeout: float = SERVICE_TIMEOUT) -> 
 
 
 # --- helpers ------------------------------------------------------------------------------------
+def _writable_file(path: str, setting: str, fix: str) -> None:
+    """``path`` is a file that can be written (or made, in a folder that is or can be made)."""
+    if os.path.isdir(path):
+        raise PreflightError(f"{setting}: {path} is a folder, not a file: {fix}")
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            raise PreflightError(f"{setting}: {path} is not writable: {fix}")
+        return
+    _writable_folder(os.path.dirname(os.path.abspath(path)), setting, fix)
+
+
 def _writable_folder(folder: str, setting: str, fix: str) -> None:
     """``folder`` exists and is writable, or could be made (its nearest existing parent is)."""
     probe = folder
@@ -230,7 +266,8 @@ def _writable_folder(folder: str, setting: str, fix: str) -> None:
             break
         probe = parent
     if not os.path.isdir(probe):
-        raise PreflightError(f"{setting}: {probe} is a file, so {folder} cannot be made: {fix}")
+        made = "" if probe == folder else f", so {folder} cannot be made"
+        raise PreflightError(f"{setting}: {probe} is a file, not a folder{made}: {fix}")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise PreflightError(f"{setting}: {probe} is not writable: {fix}")
 

@@ -178,3 +178,16 @@ def test_every_failure_is_reported_at_once(tmp_path):
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 3, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_request_log_and_output_that_cannot_be_written(tmp_path, demo_model):
+    """Asked for, they are not quietly left out (the request log was disabled with a warning, an
+    output file failed with a traceback)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result = crawl(tmp_path, "-a", "seeds=http://a.test/", "-a", f"model={demo_model}",
+                   "-s", f"FOCUS_CRAWL_LOG={blocker / 'requests.jsonl'}", "-O", str(blocker / "out.jsonl"))
+    assert result.returncode == 2, result.stderr[-2000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert "FOCUS_CRAWL_LOG" in errors[0] and "-o " in errors[1] and "not a folder" in errors[1]
