@@ -139,7 +139,7 @@ def test_a_host_whose_renders_hang_never_holds_the_crawl(demo_model, tmp_path):
         result = run_scrapy(
             ["crawl", "focused", "-a", f"seeds={seeds}", "-a", f"model={demo_model}",
              "-s", f"FOCUS_STORE={tmp_path / 'crawl.db'}", "-s", f"FOCUS_CRAWL_LOG={tmp_path / 'requests.jsonl'}",
-             "-s", "FOCUS_ALLOW_PRIVATE_NETWORKS=True", "-s", "FOCUS_RENDER=always", "-s", "FOCUS_RENDER_TIMEOUT=3",
+             "-s", "FOCUS_ALLOW_PRIVATE_NETWORKS=True", "-s", "FOCUS_RENDER=always", "-s", "FOCUS_RENDER_TIMEOUT=5",
              "-s", "FOCUS_BUDGET=24", "-s", "DOWNLOAD_DELAY=0.2", "-s", "FOCUS_RELEVANCE_THRESHOLD=0",
              "-s", "LOG_LEVEL=INFO"],
             cwd=tmp_path, timeout=240)
@@ -159,10 +159,12 @@ def test_a_host_whose_renders_hang_never_holds_the_crawl(demo_model, tmp_path):
     assert len(pages) >= 2, hanging.log  # its later pages read plainly
     # while the first render hung (its script asked for, never answered), the other host was served
     first_hang = hangs[0][0]
-    served_meanwhile = [path for came, _, path in plain.log if first_hang < came < first_hang + 2.0]
+    served_meanwhile = [path for came, _, path in plain.log if first_hang < came < first_hang + 3.0]
     assert served_meanwhile, (hangs, plain.log)
 
     stats = result.stderr[result.stderr.rfind("Dumping Scrapy stats"):]
     assert "'focus/render/hosts_given_up': 1" in stats and "'focus/render/read_plainly'" in stats
+    # the page's server answered each time: a render that timed out is no network error (no back-off)
+    assert "'focus/politeness/network_errors'" not in stats and "'focus/render/timeouts': 2" in stats
     log = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines() if line.strip()]
     assert any(r.get("status") == 200 and r.get("url", "").startswith(plain.url) for r in log)

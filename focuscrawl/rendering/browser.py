@@ -39,6 +39,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 from urllib.request import getproxies
 
+from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import FocusConfig
 from focuscrawl.handlers import PoliteHTTP11DownloadHandler
@@ -442,6 +443,11 @@ class FocusDownloadHandler(PoliteHTTP11DownloadHandler):
             response = await browser.render(request)
         except Exception:
             self.crawler.stats.inc_value("focus/render/failed")
+            if request.meta.get(DOCUMENT_LATENCY) is not None:
+                # the page's server answered it; the browser did not finish (a subresource that
+                # hangs, a script that never settles): no network error of the host, no back-off
+                request.meta[M.GOT_RESPONSE] = True
+            _charge_render(request.meta)
             raise
         _charge_render(request.meta)
         limit = self._max_bytes
