@@ -36,11 +36,13 @@ class Server:
 
     def __init__(self, host: str, pages: dict):
         self.paths: list[str] = []
+        self.headers: list[dict] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
                 outer.paths.append(self.path)
+                outer.headers.append(dict(self.headers))
                 status, headers, body = pages.get(self.path.split("?")[0], (200, {"Content-Type": "text/plain"},
                                                                           b"internal secret"))
                 self.send_response(status)
@@ -173,3 +175,12 @@ def test_the_command_refuses_private_networks_unless_allowed(internal, flag, exp
     finally:
         process.terminate()
         process.wait(30)
+
+
+def test_a_guarded_render_still_sends_the_renders_headers(renderer, public):
+    """With the rules on, the route fetches each request itself: the page's own request keeps the
+    headers the render was given, and a public redirect is followed to its page."""
+    status, body = render(renderer, f"{public.url}/page", headers=json.dumps({"X-Render-Test": "yes"}))
+    assert status == 200, body
+    (first,) = [h for p, h in zip(public.paths, public.headers) if p == "/page"][-1:]
+    assert {name.lower(): value for name, value in first.items()}.get("x-render-test") == "yes"

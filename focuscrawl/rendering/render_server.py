@@ -689,18 +689,7 @@ async def _route(route, state: _Render) -> None:
             if state.document is not None:
                 await route.fulfill(**state.document)
                 return
-            overrides: dict[str, Any] = {}
-            headers = [(name, value) for name, value in options.headers
-                       if name.lower() not in HOP_HEADERS and name.lower() != "user-agent"]
-            if headers or options.http_method != "GET":
-                merged = {name.lower(): value for name, value in (await request.all_headers()).items()
-                          if not name.startswith(":")}
-                merged.update((name.lower(), value) for name, value in headers)
-                overrides["headers"] = merged
-            if options.http_method != "GET":
-                overrides["method"] = options.http_method
-                overrides["post_data"] = options.body or ""
-            await route.continue_(**overrides)
+            await route.continue_(**_first_overrides(await request.all_headers(), options))
         elif urlsplit(request.url).path == "/favicon.ico" and not request.is_navigation_request():
             await route.abort("blockedbyclient")
         elif not options.images and request.resource_type in HEAVY_TYPES:
@@ -722,7 +711,8 @@ async def _route(route, state: _Render) -> None:
 
 
 def _first_overrides(request_headers: dict, options: RenderOptions) -> dict:
-    """The render's headers, method and body, for its page's own request."""
+    """The render's headers, method and body, for its page's own request (the headers merged only
+    when there are any to add, so the browser's own are otherwise left as they are)."""
     overrides: dict[str, Any] = {}
     headers = [(name, value) for name, value in options.headers
                if name.lower() not in HOP_HEADERS and name.lower() != "user-agent"]
