@@ -86,7 +86,7 @@ class Site:
     """Pages on ``host``, logged with the time each request came; ``hang``: every page loads a
     script that never answers (until the test ends)."""
 
-    def __init__(self, host: str, pages: int, hang: bool):
+    def __init__(self, host: str, pages: int, hang: bool, shell: bool = False):
         self.log: list[tuple[float, float, str]] = []  # (came, answered, path)
         self.release = threading.Event()
         outer = self
@@ -99,6 +99,10 @@ class Site:
                     body, kind = b"", "application/javascript"
                 elif self.path == "/robots.txt":
                     body, kind = b"User-agent: *\nAllow: /\n", "text/plain"
+                elif shell:  # an application shell: a mount point and its script (which hangs)
+                    body = (b'<html><head><title>app</title></head><body><div id="app"></div>'
+                            b'<script src="/hang.js"></script></body></html>')
+                    kind = "text/html"
                 else:
                     links = "".join(f'<a href="/p{i}">page {i} of stars and telescopes</a> ' for i in range(pages))
                     script = '<script src="/hang.js"></script>' if hang else ""
@@ -168,3 +172,40 @@ def test_a_host_whose_renders_hang_never_holds_the_crawl(demo_model, tmp_path):
     assert "'focus/politeness/network_errors'" not in stats and "'focus/render/timeouts': 2" in stats
     log = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines() if line.strip()]
     assert any(r.get("status") == 200 and r.get("url", "").startswith(plain.url) for r in log)
+
+
+def test_one_render_health_a_crawl():
+    from scrapy.utils.test import get_crawler
+
+    crawler = get_crawler(settings_dict={"FOCUS_RENDER_TIMEOUT": 7})
+    health = RenderHealth.of(crawler)
+    assert RenderHealth.of(crawler) is health and health.configured == 7.0
+    assert RenderHealth.of(get_crawler()) is not health
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="needs Debian's chromium")
+def test_in_auto_mode_a_host_given_up_has_its_shells_read_once(demo_model, tmp_path):
+    """Shells whose renders hang: the first are fetched plainly then rendered (and time out); once
+    the host is given up, a shell is fetched once, plainly, and not asked for again."""
+    shells, plain = Site("127.0.0.1", 0, hang=True, shell=True), Site("127.0.0.2", 6, hang=False)
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("".join(f"{shells.url}/s{i}\n" for i in range(5)) + f"{plain.url}/\n")
+    try:
+        result = run_scrapy(
+            ["crawl", "focused", "-a", f"seeds={seeds}", "-a", f"model={demo_model}",
+             "-s", f"FOCUS_STORE={tmp_path / 'crawl.db'}", "-s", "FOCUS_ALLOW_PRIVATE_NETWORKS=True",
+             "-s", "FOCUS_RENDER=auto", "-s", "FOCUS_RENDER_TIMEOUT=5", "-s", "FOCUS_BUDGET=30",
+             "-s", "DOWNLOAD_DELAY=0.2", "-s", "LOG_LEVEL=INFO"],
+            cwd=tmp_path, timeout=240)
+    finally:
+        shells.close()
+        plain.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-5000:]
+    fetched = [path for _, _, path in shells.log if path.startswith("/s")]
+    assert sorted(set(fetched)) == [f"/s{i}" for i in range(5)], shells.log
+    assert sum(1 for _, _, path in shells.log if path == "/hang.js") == GIVE_UP_AFTER  # two renders, no more
+    counts = {path: fetched.count(path) for path in set(fetched)}
+    assert max(counts.values()) <= 2, counts  # plain, then at most one render (or one plain read instead)
+    assert sum(1 for n in counts.values() if n == 1) >= 1, counts  # shells found after it: read once

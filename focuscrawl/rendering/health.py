@@ -16,6 +16,9 @@ at a time; a host whose renders hang would have the crawl wait on it render afte
   next wait (``browser.FocusDownloadHandler``);
 - a render that fails is one log line, never a traceback.
 
+A page of a host given up that the spider read plainly and found a shell is not asked for again
+(``RenderHealth.of(crawler).renders``): its plain version is all the crawl will have.
+
 ``RenderHealth`` is the pure core; ``RenderHealthMiddleware`` the downloader middleware that applies
 it to renders (ahead of scrapy-splash's middleware, which turns a render into a call of
 ``SPLASH_URL``), built ``from_crawler``.
@@ -32,7 +35,7 @@ from dataclasses import dataclass, field
 from scrapy.exceptions import NotConfigured
 
 from focuscrawl import meta as M
-from focuscrawl.config import ConfigError, FocusConfig
+from focuscrawl.config import DEFAULTS, ConfigError, FocusConfig
 from focuscrawl.rendering.requests import BACKEND_KEYS, RenderMeta, is_render, page_url
 from focuscrawl.urls import host_key
 
@@ -75,6 +78,23 @@ class _Host:
 
 class RenderHealth:
     """Per host: the timeout its renders get, and whether it is rendered at all. Pure."""
+
+    #: the crawler's attribute holding its crawl's RenderHealth (``of``): the middleware records
+    #: into it, the spider asks it before asking for a render of a page it read plainly
+    ATTRIBUTE = "_focus_render_health"
+
+    @classmethod
+    def of(cls, crawler) -> RenderHealth:
+        """The crawl's RenderHealth, made at the first ask."""
+        health = getattr(crawler, cls.ATTRIBUTE, None)
+        if health is None:
+            try:
+                timeout = FocusConfig.from_settings(crawler.settings).render_timeout
+            except ConfigError:
+                timeout = DEFAULTS.render_timeout  # the crawl itself reports the bad setting
+            health = cls(timeout)
+            setattr(crawler, cls.ATTRIBUTE, health)
+        return health
 
     def __init__(self, timeout: float, *, factor: float = TIMEOUT_FACTOR, floor: float = MIN_TIMEOUT,
                  adapt_after: int = ADAPT_AFTER, give_up_after: int = GIVE_UP_AFTER, max_hosts: int = MAX_HOSTS):
@@ -164,7 +184,7 @@ class RenderHealthMiddleware:
     def __init__(self, crawler, config: FocusConfig):
         self.crawler = crawler
         self.stats = crawler.stats
-        self.health = RenderHealth(config.render_timeout)
+        self.health = RenderHealth.of(crawler)
         self.render_meta = RenderMeta(config)
 
     @classmethod
