@@ -104,6 +104,9 @@ def check_redis(pre: Preflight) -> None:
     url = pre.config.frontier_url
     if not url:
         return
+    if pre.config.recrawl:
+        raise PreflightError("FOCUS_RECRAWL does not work with a shared frontier (FOCUS_FRONTIER_URL) yet: the "
+                             "revisit plan lives in one process; drop one of them")
     import redis
 
     try:
