@@ -88,6 +88,7 @@ class Site:
 
     def __init__(self, host: str, pages: int, hang: bool, shell: bool = False):
         self.log: list[tuple[float, float, str]] = []  # (came, answered, path)
+        self.extra = ""  # more of every page's head
         self.release = threading.Event()
         outer = self
 
@@ -105,7 +106,7 @@ class Site:
                     kind = "text/html"
                 else:
                     links = "".join(f'<a href="/p{i}">page {i} of stars and telescopes</a> ' for i in range(pages))
-                    script = '<script src="/hang.js"></script>' if hang else ""
+                    script = ('<script src="/hang.js"></script>' if hang else "") + outer.extra
                     body = (f"<html><head><title>{self.path}</title>{script}</head><body><h1>Stars</h1>"
                             f"<p>{'telescope orbit galaxy nebula ' * 40}</p>{links}</body></html>").encode()
                     kind = "text/html"
@@ -209,3 +210,30 @@ def test_in_auto_mode_a_host_given_up_has_its_shells_read_once(demo_model, tmp_p
     counts = {path: fetched.count(path) for path in set(fetched)}
     assert max(counts.values()) <= 2, counts  # plain, then at most one render (or one plain read instead)
     assert sum(1 for n in counts.values() if n == 1) >= 1, counts  # shells found after it: read once
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="needs Debian's chromium")
+def test_the_crawls_browser_never_loads_a_name_resolving_to_loopback(demo_model, tmp_path):
+    """Chromium never sends loopback through its proxy script, so a name resolving there is judged
+    by the route (an internal service on 127.0.0.1; the page on 127.0.0.2, allowed)."""
+    internal = Site("127.0.0.1", 0, hang=False)
+    port = internal.url.rsplit(":", 1)[1]
+    page = Site("127.0.0.2", 0, hang=False)
+    page.extra = f'<script src="http://localhost:{port}/secret.js"></script>'
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"{page.url}/p0\n")
+    try:
+        result = run_scrapy(
+            ["crawl", "focused", "-a", f"seeds={seeds}", "-a", f"model={demo_model}",
+             "-s", f"FOCUS_STORE={tmp_path / 'crawl.db'}", "-s", "FOCUS_ALLOWED_NETWORKS=127.0.0.2",
+             "-s", "FOCUS_RENDER=always", "-s", "FOCUS_RENDER_OTHER_HOSTS=True", "-s", "FOCUS_BUDGET=3",
+             "-s", "LOG_LEVEL=INFO"],
+            cwd=tmp_path, timeout=240)
+    finally:
+        internal.close()
+        page.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert any(path == "/p0" for _, _, path in page.log), page.log
+    assert internal.log == [], internal.log
+    assert "'focus/render/blocked/private_network'" in result.stderr

@@ -13,7 +13,10 @@ Playwright route installed on each page after scrapy-playwright's own, so it tak
 - only the page's own host is contacted unless ``FOCUS_RENDER_OTHER_HOSTS``: the render passed
   the crawl's gate for that host (robots.txt, delay, one connection), and another host has not;
 - a subresource robots.txt disallows is not loaded; nor an address in a private network (the
-  crawl's ``NetworkPolicy``: a page must not turn the browser into a proxy into the network);
+  crawl's ``NetworkPolicy``: a page must not turn the browser into a proxy into the network), nor,
+  without a proxy, a name resolving into one (judged here: Chromium never sends loopback through
+  the proxy script that judges names as it resolves them; a redirect's target is judged only by
+  that script);
 - the page's requests go out one at a time (the next is let go once the last has finished), so
   the host sees one connection, as from the crawl's plain requests; scripts and stylesheets are
   kept for the crawl (``ResourceCache``) so the next page of the host does not fetch its
@@ -44,6 +47,7 @@ from focuscrawl import signals as focus_signals
 from focuscrawl.config import FocusConfig
 from focuscrawl.handlers import PoliteHTTP11DownloadHandler
 from focuscrawl.rendering.health import DOCUMENT_LATENCY, RENDER_SECONDS
+from focuscrawl.rendering.server_rules import ServerRules
 from focuscrawl.safety import NetworkPolicy, host_address
 
 logger = logging.getLogger(__name__)
@@ -143,6 +147,9 @@ class RenderGuard:
         self.policy = policy
         self.stats = stats
         self.proxied = proxied  # names are resolved by the proxy: only literal addresses are checked here
+        # without a proxy, names are resolved and judged here: Chromium never sends loopback
+        # through the proxy script, which judges the other private networks where it resolves
+        self.rules = ServerRules(policy)
         self.cache = ResourceCache()
 
     def refusal(self, url: str, resource_type: str, page_host: str, allows: Callable[[str], bool] | None,
@@ -166,11 +173,15 @@ class RenderGuard:
         return None
 
     async def handle(self, route, lock: asyncio.Lock, page_url: str, page_host: str, allows,
-                     timed: Callable[[float], None] | None = None) -> None:
-        """``timed(seconds)``: told how long the page's own request took (its server's latency)."""
+                     timed: Callable[[float], None] | None = None, names: dict | None = None) -> None:
+        """``timed(seconds)``: told how long the page's own request took (its server's latency);
+        ``names``: the page's names judged so far."""
         request = route.request
         navigation = request.is_navigation_request() and request.frame.parent_frame is None
         reason = self.refusal(request.url, request.resource_type, page_host, allows, navigation)
+        if reason is None and not self.proxied and self.policy.checks:
+            if await self.rules.refusal(request.url, proxied=False, names=names):
+                reason = "private_network"
         if reason is not None:
             self.stats.inc_value(f"focus/render/blocked/{reason}")
             self._tell(page_url, request, None, navigation, blocked=reason)
@@ -332,8 +343,10 @@ def _playwright_handler_class():
             def timed(seconds: float) -> None:
                 request.meta.setdefault(DOCUMENT_LATENCY, seconds)  # the first answer, not a redirect's
 
+            names: dict = {}  # the page's names, each resolved and judged once
+
             async def route_all(route):
-                await self.guard.handle(route, lock, request.url, page_host, allows, timed)
+                await self.guard.handle(route, lock, request.url, page_host, allows, timed, names)
 
             await page.route("**/*", route_all)
 

@@ -14,7 +14,8 @@ Asked about every request a render makes (the page, its redirects, every subreso
   sees, is refused there too.
 
 ``--allow-private-networks`` (``NetworkPolicy(allow_all=True)``) lifts the rules,
-``-s FOCUS_ALLOWED_NETWORKS=...`` lifts them for some networks.
+``-s FOCUS_ALLOWED_NETWORKS=...`` lifts them for some networks. The crawl's own browser
+(``browser.RenderGuard``) judges the names its pages load with the same ``refusal``.
 """
 
 from __future__ import annotations
