@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -138,12 +137,6 @@ def test_a_pages_subresources_in_a_private_network_are_not_loaded(renderer, publ
     assert "public" in body and "internal secret" not in body
     time.sleep(0.5)
     assert len(internal.paths) == before, internal.paths
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _command(*args: str):
