@@ -308,7 +308,9 @@ class FocusConfig:
         "FOCUS_RENDER_BROWSER", None, _optional(_text),
         "The Chromium executable (empty: Playwright's own if installed, else chromium on the PATH).")
     render_timeout: float = setting(
-        "FOCUS_RENDER_TIMEOUT", 20.0, _number(float, 1.0), "The longest a render may take, in seconds.")
+        "FOCUS_RENDER_TIMEOUT", 20.0, _number(float, 1.0),
+        "The longest a render may take, in seconds (a host's renders get less once a few of them have "
+        "shown what they take: rendering/health.py).")
     render_settle: float = setting(
         "FOCUS_RENDER_SETTLE", 0.5, _number(float, 0.0, 10.0),
         "After the page loads, how long the document must go without changing before it is read "

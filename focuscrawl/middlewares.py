@@ -19,6 +19,7 @@ from scrapy.exceptions import NotConfigured
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import FocusConfig
 from focuscrawl.meta import DEPTH, EXPLAIN, PRIORITY, RENDER, REVISIT, ROBOTS_FOR
+from focuscrawl.rendering.health import RENDER_SECONDS
 from focuscrawl.rendering.requests import page_url
 
 logger = logging.getLogger(__name__)
@@ -80,7 +81,8 @@ class CrawlLogMiddleware:
             status=response.status,
             content_type=content_type,
             length=len(response.body),
-            elapsed=round(float(request.meta.get("download_latency") or 0.0), 4),
+            # a render's whole time (its download_latency is its page's own: rendering.health)
+            elapsed=round(float(request.meta.get(RENDER_SECONDS) or request.meta.get("download_latency") or 0.0), 4),
             redirect=location.decode("latin-1") if location else None,
             score=None,
         )

@@ -73,6 +73,9 @@ DOWNLOADER_MIDDLEWARES = {
     "focuscrawl.middlewares.CrawlLogMiddleware": 950,
     # Nearer still, so that a response or a lookup it refuses is logged once, as refused.
     "focuscrawl.network_guard.NetworkGuardMiddleware": 960,
+    # Renders never hold the crawl: each host's renders timed, a host whose renders fail read
+    # plainly (ahead of scrapy-splash's middleware, 725, which sends a render to SPLASH_URL).
+    "focuscrawl.rendering.health.RenderHealthMiddleware": 700,
 }
 
 # Resident memory that is what the crawl holds, not the high-water mark of its biggest page;

@@ -165,3 +165,12 @@ def test_a_render_in_flight_is_checkpointed_without_its_backends_live_parts():
     assert not is_render(kept.meta) and kept.meta[RENDER] == "app shell"
     pickle.dumps(kept.to_dict())
     assert storable(Request("http://h.test/b")).meta == {}
+
+
+def test_an_allowed_network_inside_a_private_range_leaves_the_rest_refused():
+    from ipaddress import ip_network
+
+    script = proxy_script(None, NetworkPolicy(allowed=(ip_network("127.0.0.2/32"),)))
+    allowed_at = script.index('isInNet(ip, "127.0.0.2", "255.255.255.255")')
+    refused_at = script.index('isInNet(ip, "127.0.0.0", "255.0.0.0")')
+    assert allowed_at < refused_at  # 127.0.0.2 goes out, the rest of loopback does not

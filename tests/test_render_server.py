@@ -22,6 +22,7 @@ pytest.importorskip("aiohttp")
 
 from focuscrawl.rendering import render_server  # noqa: E402
 from focuscrawl.rendering.render_server import RenderOptions, ServerThread  # noqa: E402
+from focuscrawl.safety import NetworkPolicy  # noqa: E402
 from tests.render_site import LINKS, Site  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -74,7 +75,9 @@ def renderer():
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"no Chromium at {CHROMIUM}")
     # env={}: whatever proxy the machine running the tests has is not this server's
-    with ServerThread(port=0, max_contexts=2, max_timeout=MAX_TIMEOUT, executable_path=CHROMIUM, env={}) as running:
+    # the site is on 127.0.0.1: private networks allowed (their refusal: test_render_server_networks.py)
+    with ServerThread(port=0, max_contexts=2, max_timeout=MAX_TIMEOUT, executable_path=CHROMIUM, env={},
+                      policy=NetworkPolicy(allow_all=True)) as running:
         yield running.url
 
 
@@ -273,7 +276,8 @@ def test_the_proxy_argument_sends_the_render_through_that_proxy(site, renderer):
 
 @needs_browser
 def test_http_proxy_in_the_environment_is_used_by_default(site):
-    with ServerThread(port=0, max_contexts=1, executable_path=CHROMIUM, env={"http_proxy": site.url}) as running:
+    with ServerThread(port=0, max_contexts=1, executable_path=CHROMIUM, env={"http_proxy": site.url},
+                      policy=NetworkPolicy(allow_all=True)) as running:
         status, _, html = call(running.url, "render.html", {"url": "http://env.invalid/app.html?envproxy"})
         assert status == 200 and "Inline link" in html
         assert "http://env.invalid/app.html?envproxy" in [entry["target"] for entry in site.log if entry["proxied"]]

@@ -204,7 +204,7 @@ def site():
 def render_command():
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"no Chromium at {CHROMIUM}")
-    command = Command("--max-contexts", "2")
+    command = Command("--max-contexts", "2", "--allow-private-networks")  # the site is on 127.0.0.1
     try:
         command.url = command.wait_for_url()
         yield command

@@ -1,58 +1,45 @@
-"""``scrapy crawl``, with the focused spider's arguments and the focuscrawl settings checked before
-the crawl starts, so a missing model, an empty seeds file or a bad setting is one clear line rather
-than a traceback."""
+"""``scrapy crawl``, with the focused spider's configuration checked before the crawl starts
+(``focuscrawl.preflight``): a missing model, an empty seeds file, a Redis nobody runs, a browser
+that is not there or a bad setting is one clear line each, exit code 2, rather than a traceback.
+A crawl stopped for a configuration found wrong once it ran (a ``SPLASH_URL`` that is not Splash:
+``rendering.service``) exits with 2 as well."""
 
 from __future__ import annotations
 
 import sys
 
+from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from focuscrawl.config import ConfigError, FocusConfig
-from focuscrawl.politeness import ExclusionList
-from focuscrawl.relevance import ModelError, TopicModel
-from focuscrawl.safety import NetworkPolicy, url_address
-from focuscrawl.spiders.focused import SeedsError, read_seeds
+from focuscrawl import preflight
+from focuscrawl.rendering.service import ERROR_STAT
+from focuscrawl.rendering.service import FINISH_REASON as RENDER_SERVICE_NOT_SPLASH
+
+#: finish reasons that are a configuration found wrong while crawling
+CONFIGURATION_REASONS = frozenset({RENDER_SERVICE_NOT_SPLASH})
 
 
 class Command(ScrapyCrawlCommand):
     def run(self, args, opts):
         if args and args[0] == "focused":
-            try:
-                _check(opts.spargs, self.settings)
-            except (ConfigError, ModelError, SeedsError) as exc:
-                print(f"error: {exc}", file=sys.stderr)
+            errors = preflight.run(opts.spargs, self.settings)
+            for line in errors:
+                print(f"error: {line}", file=sys.stderr)
+            if errors:
                 self.exitcode = 2
                 return
+        self._errors: list[str] = []
         super().run(args, opts)
+        for line in self._errors:
+            print(f"error: {line}", file=sys.stderr)
+        if self._errors and self.exitcode == 0:
+            self.exitcode = 2
 
+    def _create_crawler(self, spidercls):
+        crawler = super()._create_crawler(spidercls)
+        crawler.signals.connect(self._closed, signal=signals.spider_closed)
+        return crawler
 
-def _check(spargs: dict, settings) -> None:
-    """What the crawl would refuse once started (the spider's arguments, the settings, the
-    exclusion list's first reading): raises with a one-line message."""
-    config = FocusConfig.from_settings(settings)
-    model = spargs.get("model") or config.model
-    if not model:
-        raise ModelError("no topic model: use -a model=models/NAME.joblib (see `scrapy train`)")
-    TopicModel.load(model)
-    _check_seed_addresses(read_seeds(spargs.get("seeds", "")), NetworkPolicy.from_config(config))
-    if "threshold" in spargs:
-        try:
-            float(spargs["threshold"])
-        except ValueError:
-            raise ConfigError(f"threshold must be a number, not {spargs['threshold']!r}") from None
-    if config.exclude_file:
-        try:
-            ExclusionList(config.exclude_file, config.exclude_check_seconds)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-
-
-def _check_seed_addresses(seeds: list[str], policy: NetworkPolicy) -> None:
-    """A seed whose host is an address the crawl may not reach would be refused as it starts,
-    leaving a crawl that does nothing: say so, and how to allow it."""
-    for url in seeds:
-        reason = policy.url_refusal(url)
-        if reason:
-            raise SeedsError(f"seed {url} is refused ({reason}): allow it with -s FOCUS_ALLOWED_NETWORKS="
-                             f"{url_address(url)} (or -s FOCUS_ALLOW_PRIVATE_NETWORKS=True)")
+    def _closed(self, spider, reason):
+        if reason in CONFIGURATION_REASONS:
+            self._errors.append(spider.crawler.stats.get_value(ERROR_STAT) or reason)

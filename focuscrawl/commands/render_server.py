@@ -59,7 +59,8 @@ class Command(FocusCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "[--host ADDRESS] [--port N] [--max-contexts N] [--max-timeout S] [--browser PATH] [--no-env-proxy]"
+        return ("[--host ADDRESS] [--port N] [--max-contexts N] [--max-timeout S] [--browser PATH] [--no-env-proxy] "
+                "[--allow-private-networks]")
 
     def short_desc(self) -> str:
         return "Serve Splash's HTTP API (render.html, render.json) with Chromium, for scrapy-splash"
@@ -73,7 +74,10 @@ class Command(FocusCommand):
             "at most --max-contexts at once (others wait within their timeout). The environment's "
             "http_proxy/https_proxy/no_proxy are used unless a render names a proxy (--no-env-proxy: never). "
             "Point scrapy-splash at it with SPLASH_URL=http://HOST:PORT. One line per render on stderr. "
-            "Ctrl-C or SIGTERM stops it. It renders any URL for whoever can reach it: keep it on 127.0.0.1."
+            "Ctrl-C or SIGTERM stops it. As the crawl, it refuses private networks (loopback, RFC 1918, "
+            "link-local: the page, its redirects, every subresource, names resolving there) unless "
+            "--allow-private-networks (or -s FOCUS_ALLOWED_NETWORKS=NET,... for some). It renders any public URL "
+            "for whoever can reach it: keep it on 127.0.0.1."
         )
 
     def add_options(self, parser) -> None:
@@ -90,6 +94,9 @@ class Command(FocusCommand):
                             help="the Chromium to launch (default /usr/bin/chromium, else Playwright's own)")
         parser.add_argument("--no-env-proxy", action="store_true",
                             help="ignore http_proxy, https_proxy and all_proxy in the environment")
+        parser.add_argument("--allow-private-networks", action="store_true",
+                            help="render pages on loopback, private and link-local addresses (refused by default, "
+                                 "as in the crawl; -s FOCUS_ALLOWED_NETWORKS=NET,... allows some)")
 
     def execute(self, args: list[str], opts) -> None:
         if args:
@@ -105,9 +112,14 @@ class Command(FocusCommand):
             raise CommandError(f"the render server needs playwright and aiohttp ({exc}): "
                                "pip install playwright aiohttp") from None
         browser = find_browser(opts.browser)
+        from focuscrawl.safety import NetworkPolicy
+
+        policy = NetworkPolicy.from_config(self.config())
+        if opts.allow_private_networks:
+            policy = NetworkPolicy(allow_all=True)
         try:
             server = RenderServer(opts.host, port, max_contexts=max_contexts, max_timeout=max_timeout,
-                                  executable_path=browser, use_env_proxy=not opts.no_env_proxy)
+                                  executable_path=browser, use_env_proxy=not opts.no_env_proxy, policy=policy)
         except ValueError as exc:  # a proxy variable that is not a proxy URL
             raise CommandError(f"{exc} (or use --no-env-proxy)") from None
         _log_to_stderr()
@@ -137,6 +149,11 @@ class Command(FocusCommand):
             print(f"render server (Splash HTTP API) listening on {server.url}", flush=True)
             print(f"Chromium {server.browser_version}, {server.browser.max_contexts} renders at once, timeouts up to "
                   f"{server.max_timeout:g} s{', proxy ' + proxies if proxies else ''}", flush=True)
+            policy = server.browser.rules.policy
+            networks = ("private networks allowed" if policy.allow_all else "private networks refused" + (
+                f" but {', '.join(map(str, policy.allowed))}" if policy.allowed else "")
+                + " (--allow-private-networks)")
+            print(networks, flush=True)
             print(f"use it with: SPLASH_URL={server.url}; Ctrl-C to stop", flush=True)
 
         try:

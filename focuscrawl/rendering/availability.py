@@ -1,5 +1,7 @@
 """Whether the crawl can render, decided once at its start: a crawl in ``auto`` mode without a
-browser reads pages as they come (with one warning), one in ``always`` mode stops with the reason."""
+browser reads pages as they come (with one warning), one in ``always`` mode stops with the reason.
+``FOCUS_RENDER_BACKEND=splash`` is a choice the user made: without ``SPLASH_URL`` (or without
+scrapy-splash) the crawl stops with the reason in either mode, rather than quietly reading plainly."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ def effective_mode(config: FocusConfig, settings, *, warn: bool = False) -> str:
         return config.render
     if config.render == "always":
         raise RenderingError(f"FOCUS_RENDER=always but {missing}")
+    if config.render_backend == "splash":
+        raise RenderingError(missing)
     if warn:
         logger.warning("pages that need JavaScript are read as they are (FOCUS_RENDER=auto): %s", missing)
     return "never"

@@ -13,7 +13,10 @@ Playwright route installed on each page after scrapy-playwright's own, so it tak
 - only the page's own host is contacted unless ``FOCUS_RENDER_OTHER_HOSTS``: the render passed
   the crawl's gate for that host (robots.txt, delay, one connection), and another host has not;
 - a subresource robots.txt disallows is not loaded; nor an address in a private network (the
-  crawl's ``NetworkPolicy``: a page must not turn the browser into a proxy into the network);
+  crawl's ``NetworkPolicy``: a page must not turn the browser into a proxy into the network), nor,
+  without a proxy, a name resolving into one (judged here: Chromium never sends loopback through
+  the proxy script that judges names as it resolves them; a redirect's target is judged only by
+  that script);
 - the page's requests go out one at a time (the next is let go once the last has finished), so
   the host sees one connection, as from the crawl's plain requests; scripts and stylesheets are
   kept for the crawl (``ResourceCache``) so the next page of the host does not fetch its
@@ -36,13 +39,15 @@ import shutil
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from ipaddress import ip_network
 from urllib.parse import urlsplit
 from urllib.request import getproxies
 
+from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import FocusConfig
 from focuscrawl.handlers import PoliteHTTP11DownloadHandler
+from focuscrawl.rendering.health import DOCUMENT_LATENCY, RENDER_SECONDS
+from focuscrawl.rendering.server_rules import ServerRules
 from focuscrawl.safety import NetworkPolicy, host_address
 
 logger = logging.getLogger(__name__)
@@ -142,6 +147,9 @@ class RenderGuard:
         self.policy = policy
         self.stats = stats
         self.proxied = proxied  # names are resolved by the proxy: only literal addresses are checked here
+        # without a proxy, names are resolved and judged here: Chromium never sends loopback
+        # through the proxy script, which judges the other private networks where it resolves
+        self.rules = ServerRules(policy)
         self.cache = ResourceCache()
 
     def refusal(self, url: str, resource_type: str, page_host: str, allows: Callable[[str], bool] | None,
@@ -164,10 +172,16 @@ class RenderGuard:
             return "robots"
         return None
 
-    async def handle(self, route, lock: asyncio.Lock, page_url: str, page_host: str, allows) -> None:
+    async def handle(self, route, lock: asyncio.Lock, page_url: str, page_host: str, allows,
+                     timed: Callable[[float], None] | None = None, names: dict | None = None) -> None:
+        """``timed(seconds)``: told how long the page's own request took (its server's latency);
+        ``names``: the page's names judged so far."""
         request = route.request
         navigation = request.is_navigation_request() and request.frame.parent_frame is None
         reason = self.refusal(request.url, request.resource_type, page_host, allows, navigation)
+        if reason is None and not self.proxied and self.policy.checks:
+            if await self.rules.refusal(request.url, proxied=False, names=names):
+                reason = "private_network"
         if reason is not None:
             self.stats.inc_value(f"focus/render/blocked/{reason}")
             self._tell(page_url, request, None, navigation, blocked=reason)
@@ -184,6 +198,7 @@ class RenderGuard:
         if self.user_agent:
             headers["user-agent"] = self.user_agent
         async with lock:  # the page's requests one at a time: one connection to the host
+            started = time.monotonic()
             try:
                 await route.continue_(headers=headers)
                 response = await request.response()
@@ -195,6 +210,8 @@ class RenderGuard:
                 self._tell(page_url, request, None, navigation)
                 return
         self.stats.inc_value("focus/render/requests")
+        if navigation and timed is not None:
+            timed(time.monotonic() - started)
         self._tell(page_url, request, response.status if response is not None else None, navigation)
         if cacheable and response is not None and response.status == 200:
             try:
@@ -208,6 +225,31 @@ class RenderGuard:
         if self.loaded is not None and not navigation:  # the page's own request is logged as the crawl's
             self.loaded(page=page_url, url=request.url, method=request.method, status=status,
                         resource=request.resource_type, blocked=blocked)
+
+
+def _charge_render(meta: dict) -> None:
+    """A render's seconds are the browser's, not its host's server's: the host's adaptive delay
+    learns from the page's own response time (None when unknown: nothing learnt), the request log
+    shows the render's."""
+    meta[RENDER_SECONDS] = meta.get("download_latency")
+    meta["download_latency"] = meta.get(DOCUMENT_LATENCY)
+
+
+class _OneLine(logging.Filter):
+    """scrapy-playwright logs a failed render with its traceback (30 lines for a timeout): kept
+    as one line at DEBUG; ``health.RenderHealthMiddleware`` says what failed, once."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and str(record.msg).startswith("Closing page due to failed request"):
+            record.exc_info = record.exc_text = None
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
+def _quiet_playwright_failures() -> None:
+    handler_logger = logging.getLogger("scrapy-playwright")  # scrapy_playwright.handler's
+    if not any(isinstance(f, _OneLine) for f in handler_logger.filters):
+        handler_logger.addFilter(_OneLine())
 
 
 def browser_pids(root_pid: int | None = None) -> list[int]:
@@ -272,12 +314,14 @@ def _playwright_handler_class():
             self.renders = 0
             self.max_browser_mb = config.render_max_browser_mb
             self.launched = False
+            self._launch_lock = asyncio.Lock()
             self.too_big = False  # past FOCUS_RENDER_MAX_BROWSER_MB: restarted once no render is running
 
         async def render(self, request):
-            if not self.launched:
-                await self._launch()  # engine_started has passed: scrapy-playwright's own hook never ran
-                self.launched = True
+            async with self._launch_lock:  # two first renders at once: one launch, the other waits for it
+                if not self.launched:
+                    await self._launch()  # engine_started has passed: scrapy-playwright's own hook never ran
+                    self.launched = True
             request.meta["playwright_page_init_callback"] = self._guard_page
             self.rendering += 1
             try:
@@ -296,8 +340,13 @@ def _playwright_handler_class():
             page_host = (urlsplit(request.url).hostname or "").lower()
             allows = request.meta.get(ALLOWS)
 
+            def timed(seconds: float) -> None:
+                request.meta.setdefault(DOCUMENT_LATENCY, seconds)  # the first answer, not a redirect's
+
+            names: dict = {}  # the page's names, each resolved and judged once
+
             async def route_all(route):
-                await self.guard.handle(route, lock, request.url, page_host, allows)
+                await self.guard.handle(route, lock, request.url, page_host, allows, timed, names)
 
             await page.route("**/*", route_all)
 
@@ -345,12 +394,13 @@ def proxy_script(proxy: str | None, policy: NetworkPolicy | None = None) -> str:
     services = " || ".join(f'shExpMatch(host, "{pattern}")' for pattern in BROWSER_SERVICE_HOSTS)
     private = ""
     if proxy is None and policy is not None and policy.checks:
-        networks = [(net, bits) for net, bits in PRIVATE_IPV4
-                    if not any(ip_network(f"{net}/{bits}").overlaps(allowed) for allowed in policy.allowed
-                               if allowed.version == 4)]
-        if networks:
-            tests = " || ".join(f'isInNet(ip, "{net}", "{_mask(bits)}")' for net, bits in networks)
-            private = f'var ip = dnsResolve(host); if (!ip || {tests}) return "{NOWHERE}"; '
+        # the networks the user allows first (an allowed 127.0.0.2 leaves the rest of loopback refused)
+        allowed = " || ".join(f'isInNet(ip, "{network.network_address}", "{network.netmask}")'
+                              for network in policy.allowed if network.version == 4)
+        tests = " || ".join(f'isInNet(ip, "{net}", "{_mask(bits)}")' for net, bits in PRIVATE_IPV4)
+        private = (f'var ip = dnsResolve(host); if (!ip) return "{NOWHERE}"; '
+                   + (f'if ({allowed}) return "{upstream}"; ' if allowed else "")
+                   + f'if ({tests}) return "{NOWHERE}"; ')
     return (f'function FindProxyForURL(url, host) {{ if ({services}) return "{NOWHERE}"; '
             f'if (shExpMatch(url, "*/favicon.ico")) return "{NOWHERE}"; {private}return "{upstream}"; }}')
 
@@ -394,6 +444,10 @@ class FocusDownloadHandler(PoliteHTTP11DownloadHandler):
         self._max_bytes = FocusConfig.from_settings(crawler.settings).render_max_bytes
 
     async def download_request(self, request, *args, **kwargs):
+        if request.meta.get("_splash_processed"):  # a render, as a call of SPLASH_URL
+            response = await super().download_request(request, *args, **kwargs)
+            _charge_render(request.meta)
+            return response
         if not request.meta.get("playwright"):
             return await super().download_request(request, *args, **kwargs)
         browser = await self._browser_handler()
@@ -402,7 +456,13 @@ class FocusDownloadHandler(PoliteHTTP11DownloadHandler):
             response = await browser.render(request)
         except Exception:
             self.crawler.stats.inc_value("focus/render/failed")
+            if request.meta.get(DOCUMENT_LATENCY) is not None:
+                # the page's server answered it; the browser did not finish (a subresource that
+                # hangs, a script that never settles): no network error of the host, no back-off
+                request.meta[M.GOT_RESPONSE] = True
+            _charge_render(request.meta)
             raise
+        _charge_render(request.meta)
         limit = self._max_bytes
         if len(response.body) > limit:
             self.crawler.stats.inc_value("focus/render/cut")
@@ -418,6 +478,7 @@ class FocusDownloadHandler(PoliteHTTP11DownloadHandler):
             return self._browser
 
     def _make_browser_handler(self):
+        _quiet_playwright_failures()
         config = FocusConfig.from_settings(self.crawler.settings)
         executable = check_available(config)
         proxy = getproxies().get("http")

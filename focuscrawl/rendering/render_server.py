@@ -30,12 +30,17 @@ page's own request always, its other requests only when no proxy is used (Playwr
 bounded request itself, and through a proxy it tunnels even plain http with CONNECT, which
 forward proxies such as ``scrapy replay`` refuse). The page's favicon is never fetched.
 
-The server renders any URL for whoever reaches it: keep it on 127.0.0.1 (the default).
+Private networks are refused as the crawl refuses them (``server_rules``): a page, redirect or
+subresource at a loopback, private or link-local address, or a name resolving to one, answers 400
+(the page) or 502 (a redirect) or is not loaded (a subresource), unless the server is given a
+``NetworkPolicy`` that allows them (``--allow-private-networks``). It still renders any public
+URL for whoever reaches it: keep it on 127.0.0.1 (the default).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import json
 import logging
@@ -48,13 +53,16 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urljoin, urlsplit
 
 from aiohttp import ClientSession, ClientTimeout, web
 from aiohttp import ClientError as HTTPClientError
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 from playwright.async_api import async_playwright
+
+from focuscrawl.rendering.server_rules import ServerRules
+from focuscrawl.safety import NetworkPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +76,8 @@ DEFAULT_BROWSER = "/usr/bin/chromium"  # Debian's; None lets Playwright use its 
 VIEWPORT = (1024, 768)
 MAX_VIEWPORT = (10000, 10000)  # Splash allows 40000 for full-page screenshots; none are taken here
 ARGUMENT_CACHE_SIZE = 500
+MAX_REDIRECTS = 20  # Chromium's
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 CLOSE_TIMEOUT = 10.0
 SHUTDOWN_GRACE = 5.0
 #: what images=0 blocks
@@ -402,14 +412,20 @@ class _Render:
     document: dict | None = None  # baseurl: the page's own answer, fetched apart
     first_request: bool = True
     navigations: list = field(default_factory=list)
+    rules: ServerRules | None = None
+    names: dict = field(default_factory=dict)  # names judged by the rules during this render
+    refused: list = field(default_factory=list)  # (url, reason) of the page or a redirect refused
+    redirects: list = field(default_factory=list)  # the URLs the page's requests were redirected to
+    navigate_to: str | None = None  # a redirect of the page, judged and allowed: where _load goes next
 
 
 class Browser:
     """One Chromium for all renders, launched again when it died; a context per render."""
 
     def __init__(self, executable_path: str | None = DEFAULT_BROWSER, max_contexts: int = DEFAULT_MAX_CONTEXTS,
-                 env_proxies: Mapping[str, dict] | None = None):
+                 env_proxies: Mapping[str, dict] | None = None, rules: ServerRules | None = None):
         self.executable_path = executable_path
+        self.rules = rules if rules is not None else ServerRules()
         self.env_proxies = dict(env_proxies or {})
         self.max_contexts = max_contexts
         self.active = 0
@@ -472,7 +488,7 @@ class Browser:
                 self._playwright = await async_playwright().start()
             try:
                 self._browser = await self._playwright.chromium.launch(
-                    executable_path=self.executable_path or None, headless=True, args=_browser_args())
+                    executable_path=self.executable_path or None, headless=True, args=_browser_args(self.rules))
                 break
             except PlaywrightError:
                 if attempt == 2:
@@ -488,9 +504,10 @@ class Browser:
 
     async def _render(self, options: RenderOptions) -> dict:
         proxy = choose_proxy(options, self.env_proxies)
-        state = _Render(options, proxied=proxy is not None)
+        state = _Render(options, proxied=proxy is not None, rules=self.rules)
+        await self._check_addresses(options, state)
         if options.baseurl:
-            state.document = await _fetch_document(options, proxy)
+            state.document = await _fetch_document(options, proxy, follow_redirects=not self.rules.checks)
         try:
             browser = await self._get()
         except PlaywrightError as exc:
@@ -509,8 +526,12 @@ class Browser:
             page = await context.new_page()
             await page.route("**/*", lambda route: _route(route, state))
             page.on("response", lambda response: _navigation(response, page, state))
-            return await _load(page, state)
+            page.on("request", lambda request: _redirected(request, state))
+            result = await _load(page, state)
+            await _check_refused(state)
+            return result
         except PlaywrightError as exc:
+            await _check_refused(state)
             if self.closing:
                 raise RenderError({"type": "Browser", "code": 0, "text": "the render server is stopping",
                                    "url": options.url}) from None
@@ -523,22 +544,83 @@ class Browser:
                     logger.debug("closing a context: %s", exc)
 
 
-def _browser_args() -> list[str]:
+    async def _check_addresses(self, options: RenderOptions, state: _Render) -> None:
+        """The page (and a ``proxy`` the render names) must not be in a refused network: 400."""
+        if not self.rules.checks:
+            return
+        if options.proxy is not None and options.proxy.lower() != "none":
+            proxy_url = options.proxy if "://" in options.proxy else f"http://{options.proxy}"
+            reason = await self.rules.refusal(proxy_url, proxied=False, names=state.names)
+            if reason:
+                raise bad("proxy", f"the proxy is refused ({reason}): this render server refuses private "
+                                   "networks (--allow-private-networks)", "private_network")
+        for name in ("url", "baseurl"):
+            url = getattr(options, name)
+            if url:
+                reason = await self.rules.refusal(url, state.proxied, state.names)
+                if reason:
+                    raise bad(name, f"{url} is refused ({reason}): this render server refuses private networks "
+                                    "(--allow-private-networks)", "private_network")
+
+
+def _browser_args(rules: ServerRules | None = None) -> list[str]:
     # as root Chromium refuses to start sandboxed; a container's small /dev/shm crashes its tabs
     args = ["--disable-dev-shm-usage"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.append("--no-sandbox")
+    if rules is not None and rules.checks:
+        # what the browser fetches outside the route (its own services, favicons) through the
+        # crawl's proxy script: a name resolving into a refused network goes nowhere (Chromium
+        # never sends loopback through a proxy script: the route fetches every request itself)
+        from focuscrawl.rendering.browser import proxy_script
+
+        pac = base64.b64encode(proxy_script(None, rules.policy).encode()).decode()
+        args.append(f"--proxy-pac-url=data:application/x-ns-proxy-autoconfig;base64,{pac}")
     return args
+
+
+def _redirected(request, state: _Render) -> None:
+    """A redirect, which the route never sees, judged once the render ends: one to an address the
+    rules refuse fails the render (a direct connection there was stopped by the browser's proxy
+    script; through a proxy, nothing it read is answered)."""
+    try:
+        if request.redirected_from is not None and state.rules is not None and state.rules.checks:
+            state.redirects.append(request.url)
+    except PlaywrightError:
+        pass
+
+
+async def _check_refused(state: _Render) -> None:
+    """The render fails when its page, or a redirect, was refused: nothing it read is answered."""
+    for url in state.redirects:
+        reason = await state.rules.refusal(url, state.proxied, state.names)
+        if reason:
+            state.refused.append((url, reason))
+            break
+    if state.refused:
+        url, reason = state.refused[0]
+        raise RenderError({"type": "Network", "code": 201, "url": state.options.url,
+                           "text": f"{url} is refused ({reason}): this render server refuses private networks "
+                                   "(--allow-private-networks)"})
 
 
 async def _load(page, state: _Render) -> dict:
     options = state.options
     target = options.baseurl or options.url
-    try:
-        await page.goto(target, wait_until="commit", timeout=options.resource_timeout * 1000)
-    except PlaywrightTimeout:
-        raise RenderError({"type": "Network", "code": 5, "text": f"no answer within resource_timeout "
-                           f"({options.resource_timeout:g} s)", "url": target}) from None
+    for _ in range(MAX_REDIRECTS + 1):
+        try:
+            await page.goto(target, wait_until="commit", timeout=options.resource_timeout * 1000)
+        except PlaywrightTimeout:
+            raise RenderError({"type": "Network", "code": 5, "text": f"no answer within resource_timeout "
+                               f"({options.resource_timeout:g} s)", "url": target}) from None
+        except PlaywrightError:
+            if state.navigate_to is None:
+                raise
+        if state.navigate_to is None:
+            break
+        target, state.navigate_to = state.navigate_to, None  # a redirect judged by _fetch_guarded
+    else:
+        raise RenderError({"type": "Network", "code": 99, "text": "too many redirects", "url": options.url})
     await page.wait_for_load_state("load")
     if options.wait:
         await asyncio.sleep(options.wait)
@@ -579,27 +661,35 @@ async def _settled(page, read: Callable[[], Awaitable[Any]]):
 async def _route(route, state: _Render) -> None:
     """Every request the page makes: the first one gets the render's headers, method and body (or,
     with baseurl, the document fetched apart); images, media and fonts are refused with images=0;
-    the favicon always; with resource_timeout (and no proxy) the others are bounded."""
+    the favicon always; with resource_timeout (and no proxy) the others are bounded. With the
+    private-network rules on, a refused address is never contacted (``_fetch_guarded``)."""
     request = route.request
     options = state.options
+    main = request.is_navigation_request() and request.frame.parent_frame is None
     try:
-        if state.first_request and request.is_navigation_request() and request.frame.parent_frame is None:
+        guarded = state.rules is not None and state.rules.checks
+        if guarded:
+            reason = await state.rules.refusal(request.url, state.proxied, state.names)
+            if reason:
+                if main:
+                    state.refused.append((request.url, reason))
+                logger.info("refused %s: %s", request.url[:300], reason)
+                await route.abort("blockedbyclient")
+                return
+        if guarded and not state.proxied and not (state.first_request and main and state.document is not None):
+            if urlsplit(request.url).path == "/favicon.ico" and not request.is_navigation_request():
+                await route.abort("blockedbyclient")
+            elif not options.images and request.resource_type in HEAVY_TYPES:
+                await route.abort("blockedbyclient")
+            else:
+                await _fetch_guarded(route, state, main)
+            return
+        if state.first_request and main:
             state.first_request = False
             if state.document is not None:
                 await route.fulfill(**state.document)
                 return
-            overrides: dict[str, Any] = {}
-            headers = [(name, value) for name, value in options.headers
-                       if name.lower() not in HOP_HEADERS and name.lower() != "user-agent"]
-            if headers or options.http_method != "GET":
-                merged = {name.lower(): value for name, value in (await request.all_headers()).items()
-                          if not name.startswith(":")}
-                merged.update((name.lower(), value) for name, value in headers)
-                overrides["headers"] = merged
-            if options.http_method != "GET":
-                overrides["method"] = options.http_method
-                overrides["post_data"] = options.body or ""
-            await route.continue_(**overrides)
+            await route.continue_(**_first_overrides(await request.all_headers(), options))
         elif urlsplit(request.url).path == "/favicon.ico" and not request.is_navigation_request():
             await route.abort("blockedbyclient")
         elif not options.images and request.resource_type in HEAVY_TYPES:
@@ -618,6 +708,69 @@ async def _route(route, state: _Render) -> None:
             await route.continue_()
     except PlaywrightError:
         pass  # the page closed meanwhile (a timeout, a crash): nothing waits for this request
+
+
+def _first_overrides(request_headers: dict, options: RenderOptions) -> dict:
+    """The render's headers, method and body, for its page's own request (the headers merged only
+    when there are any to add, so the browser's own are otherwise left as they are)."""
+    overrides: dict[str, Any] = {}
+    headers = [(name, value) for name, value in options.headers
+               if name.lower() not in HOP_HEADERS and name.lower() != "user-agent"]
+    if headers or options.http_method != "GET":
+        merged = {name.lower(): value for name, value in request_headers.items() if not name.startswith(":")}
+        merged.update((name.lower(), value) for name, value in headers)
+        overrides["headers"] = merged
+    if options.http_method != "GET":
+        overrides["method"] = options.http_method
+        overrides["post_data"] = options.body or ""
+    return overrides
+
+
+async def _fetch_guarded(route, state: _Render, main: bool) -> None:
+    """A direct render's request, fetched here rather than by the browser, so each redirect is
+    judged before it is followed (the browser follows redirects where no route sees them, and
+    never sends loopback through a proxy script). The page's own redirect becomes a navigation
+    of its own (``_load`` goes there), so the page's URL is the final one; a subresource's chain
+    is followed here and its last answer given to the page."""
+    request = route.request
+    options = state.options
+    overrides: dict[str, Any] = {}
+    if main and state.first_request:
+        state.first_request = False
+        overrides = _first_overrides(await request.all_headers(), options)
+    url = request.url
+    timeout = options.resource_timeout * 1000 if options.resource_timeout else 0
+    for _ in range(MAX_REDIRECTS + 1):
+        try:
+            response = await route.fetch(url=url, max_redirects=0, timeout=timeout, **overrides)
+        except PlaywrightTimeout:
+            await route.abort("timedout")
+            return
+        except PlaywrightError as exc:
+            if "Target page, context or browser has been closed" in str(exc):
+                raise
+            await route.abort("failed")
+            return
+        location = response.headers.get("location")
+        if response.status not in REDIRECT_STATUSES or not location:
+            await route.fulfill(response=response)
+            return
+        target = urljoin(url, location)
+        reason = await state.rules.refusal(target, False, state.names)
+        if reason:
+            logger.info("refused %s (a redirect from %s): %s", target[:300], url[:300], reason)
+            if main:
+                state.refused.append((target, reason))
+            await route.abort("blockedbyclient")
+            return
+        if main:  # the page goes there as a navigation of its own, routed as the first was
+            state.navigate_to = target
+            await route.abort("aborted")
+            return
+        if response.status in (301, 302, 303):
+            overrides = {name: value for name, value in overrides.items() if name == "headers"}
+        url = target
+    await route.abort("failed")  # too many redirects
 
 
 def _navigation(response, page, state: _Render) -> None:
@@ -651,7 +804,7 @@ async def _har_entry(response) -> dict:
     }
 
 
-async def _fetch_document(options: RenderOptions, proxy: dict | None) -> dict:
+async def _fetch_document(options: RenderOptions, proxy: dict | None, follow_redirects: bool = True) -> dict:
     """baseurl: the page is fetched from ``url`` here, and rendered as if it were at ``baseurl``."""
     if proxy is not None and not proxy["server"].startswith("http://"):
         raise bad("baseurl", "baseurl works through an http:// proxy only")
@@ -663,7 +816,7 @@ async def _fetch_document(options: RenderOptions, proxy: dict | None) -> dict:
     try:
         async with ClientSession(timeout=ClientTimeout(total=options.resource_timeout or None)) as session:
             async with session.request(options.http_method, options.url, data=options.body, headers=headers,
-                                       proxy=proxy_url, ssl=False) as answer:
+                                       proxy=proxy_url, ssl=False, allow_redirects=follow_redirects) as answer:
                 body = await answer.read()
                 return {"status": answer.status, "body": body,
                         "content_type": answer.headers.get("Content-Type", "text/html")}
@@ -700,7 +853,7 @@ class RenderServer:
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
                  max_contexts: int = DEFAULT_MAX_CONTEXTS, max_timeout: float = DEFAULT_MAX_TIMEOUT,
                  executable_path: str | None = DEFAULT_BROWSER, env: Mapping[str, str] | None = None,
-                 use_env_proxy: bool = True):
+                 use_env_proxy: bool = True, policy: NetworkPolicy | None = None):
         if max_contexts < 1:
             raise ValueError(f"max_contexts must be at least 1, not {max_contexts}")
         if not max_timeout > 0:
@@ -708,7 +861,8 @@ class RenderServer:
         self.host, self.port = host, port
         self.max_timeout = float(max_timeout)
         env_proxies = environment_proxies(os.environ if env is None else env) if use_env_proxy else {}
-        self.browser = Browser(executable_path, max_contexts, env_proxies)
+        # private networks refused unless the policy allows them (the crawl's rules: focuscrawl.safety)
+        self.browser = Browser(executable_path, max_contexts, env_proxies, ServerRules(policy))
         self.cache = ArgumentCache()
         self.renders = 0
         self._runner: web.AppRunner | None = None

@@ -3,7 +3,8 @@
 ``playwright``: scrapy-playwright's keys (a browser context out of a bounded pool, the load wait,
 then a wait for the document to settle); ``splash``: scrapy-splash's ``meta["splash"]`` (its
 SplashMiddleware rewrites the request to ``SPLASH_URL``'s ``render.html`` in the downloader, after
-the crawl's scheduler has gated it as a request of the page's host).
+the crawl's scheduler has gated it as a request of the page's host), sent to the service without
+the crawl's proxy.
 """
 
 from __future__ import annotations
@@ -57,21 +58,29 @@ class RenderMeta:
         if self.backend == "splash":
             meta["splash"] = {"endpoint": "render.html",
                               "args": {"wait": self.settle, "timeout": self.timeout, "images": 0}}
+            # the call of SPLASH_URL goes straight to the service, never through the crawl's proxy
+            # (http_proxy): a proxy answers it for itself. The service fetches the page through
+            # its own proxy, if it has one (`scrapy render-server` takes the environment's).
+            meta["proxy"] = None
+            return
+        from focuscrawl.rendering.browser import ALLOWS
+
+        meta.update({"playwright": True, "playwright_context": f"focus-render-{next(self._contexts)}", ALLOWS: allows})
+        self.set_timeout(meta, self.timeout)
+
+    def set_timeout(self, meta: dict, timeout: float) -> None:
+        """The seconds a render may take (its host's, ``health.RenderHealth``)."""
+        if self.backend == "splash":
+            meta["splash"]["args"]["timeout"] = timeout
+            meta["splash"]["args"]["wait"] = min(self.settle, timeout)
             return
         from scrapy_playwright.page import PageMethod
 
-        from focuscrawl.rendering.browser import ALLOWS
-
         # the load event within two thirds of the time, the settling within the rest
-        load = self.timeout * 2 / 3
-        meta.update({
-            "playwright": True,
-            "playwright_context": f"focus-render-{next(self._contexts)}",
-            "playwright_page_goto_kwargs": {"wait_until": "load", "timeout": load * 1000},
-            "playwright_page_methods": [PageMethod(settle, self.settle, self.timeout - load)],
-            ALLOWS: allows,
-            "download_timeout": self.timeout + 5,
-        })
+        load = timeout * 2 / 3
+        meta["playwright_page_goto_kwargs"] = {"wait_until": "load", "timeout": load * 1000}
+        meta["playwright_page_methods"] = [PageMethod(settle, self.settle, timeout - load)]
+        meta["download_timeout"] = timeout + 5
 
 
 #: what a backend adds to a request's meta at its release (live objects among them): left out when
@@ -79,7 +88,7 @@ class RenderMeta:
 BACKEND_KEYS = frozenset({
     "playwright", "playwright_context", "playwright_page_goto_kwargs", "playwright_page_methods",
     "playwright_page_init_callback", "playwright_include_page", "playwright_page", "focus_render_allows",
-    "splash", "_splash_processed", "download_timeout",
+    "splash", "_splash_processed", "download_timeout", "proxy",
 })
 
 

@@ -44,6 +44,7 @@ from focuscrawl.parsing.feeds import FeedError, read_feed
 from focuscrawl.parsing.sitemap import SitemapError, read_sitemap
 from focuscrawl.rendering.availability import RenderingError, effective_mode
 from focuscrawl.rendering.decide import shell_reason
+from focuscrawl.rendering.health import RenderHealth
 from focuscrawl.rendering.requests import is_render, page_url
 from focuscrawl.urls import canonicalize, extension, host_key
 from focuscrawl.relevance import ModelError, TopicModel
@@ -352,12 +353,17 @@ class FocusedSpider(scrapy.Spider):
                 self.crawler.signals.send_catch_log(focus_signals.render_judged, request=request, host=host,
                                                     shell=None, plain=tuple(plain), rendered=(words, links))
             return None
+        if request.meta.get(RENDER):
+            return None  # routed to the browser, read plainly instead (its host's renders failed: rendering.health)
         reason = shell_reason(words, links, parsed.app) if self.render_mode == "auto" else None
         self.crawler.signals.send_catch_log(focus_signals.render_judged, request=request, host=host,
                                             shell=reason is not None)
         if reason is None:
             return None
         self.crawler.stats.inc_value("focus/render/shells")
+        if not RenderHealth.of(self.crawler).renders(host):
+            self.crawler.stats.inc_value("focus/render/read_plainly")
+            return None  # the host's renders kept failing: its plain page is all there is
         keep = {key: request.meta[key] for key in (DEPTH, LINK, REVISIT, REVISIT_HASH) if key in request.meta}
         return scrapy.Request(_first_url(request), callback=self.parse, errback=self.fetch_failed, dont_filter=True,
                               meta={**keep, RENDER: reason, RENDER_PLAIN: [words, links]})
