@@ -6,16 +6,29 @@ from __future__ import annotations
 
 import sys
 
+from scrapy.commands import ScrapyHelpFormatter
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from focuscrawl.config import ConfigError, FocusConfig
 from focuscrawl.politeness import ExclusionList
 from focuscrawl.relevance import ModelError, TopicModel
 from focuscrawl.safety import NetworkPolicy, url_address
-from focuscrawl.spiders.focused import SeedsError, read_seeds
+from focuscrawl.spiders.focused import SeedsError, arguments_help, read_seeds
+
+
+class _EpilogAsWritten(ScrapyHelpFormatter):
+    """Scrapy's help, with the spider's arguments laid out as written (one a line)."""
+
+    def _fill_text(self, text, width, indent):
+        return "".join(indent + line for line in text.splitlines(keepends=True))
 
 
 class Command(ScrapyCrawlCommand):
+    def add_options(self, parser) -> None:
+        super().add_options(parser)
+        parser.epilog = arguments_help()
+        parser.formatter_class = _EpilogAsWritten
+
     def run(self, args, opts):
         if args and args[0] == "focused":
             try:

@@ -80,8 +80,32 @@ def read_seeds(seeds: str) -> list[str]:
     return urls
 
 
+#: The spider's arguments, as ``scrapy crawl -h`` shows them.
+ARGUMENTS = (
+    ("seeds=FILE|URL[,URL...]", "where the crawl starts: a file of URLs (one a line, '#' comments) or "
+                                "URLs separated by commas (required)"),
+    ("model=PATH", "the topic model (joblib) made by `scrapy train`; default: the FOCUS_MODEL setting"),
+    ("threshold=S", "pages scoring at least S are relevant items; default: FOCUS_RELEVANCE_THRESHOLD (0.5)"),
+)
+SETTINGS_HELP = ("Settings (-s NAME=VALUE): FOCUS_BUDGET (requests; 0: no limit), FOCUS_STORE, FOCUS_CRAWL_LOG, "
+                 "FOCUS_STRATEGY, ...; `scrapy settings --get NAME` prints one's value, README.md lists "
+                 "them all; Scrapy's DOWNLOAD_DELAY, ROBOTSTXT_OBEY, USER_AGENT, JOBDIR apply too.")
+
+
+def arguments_help() -> str:
+    """The spider's arguments and where its settings are, for ``scrapy crawl -h``."""
+    import textwrap
+
+    lines = ["The focused spider (scrapy crawl focused -a NAME=VALUE ...):"]
+    for name, text in ARGUMENTS:
+        lines += [f"  {name}", *textwrap.wrap(text, 76, initial_indent=" " * 6, subsequent_indent=" " * 6)]
+    return "\n".join([*lines, "", *textwrap.wrap(SETTINGS_HELP, 80)])
+
+
 class FocusedSpider(scrapy.Spider):
     name = "focused"
+    #: scores its pages and writes its links' records itself (the add-on's FocusPages stays off)
+    scores_pages = True
 
     def __init__(self, seeds: str = "", model: str | None = None, threshold: str | None = None, **kwargs):
         super().__init__(**kwargs)
