@@ -198,8 +198,9 @@ def warn_unknown_settings(settings) -> list[str]:
     unknown = sorted(name for name in settings if isinstance(name, str) and name.startswith("FOCUS_")
                      and name not in known)
     for name in unknown:
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]}?" if close else " (scrapy settings --get NAME shows a setting's value)"
+        # judged without the prefix every name shares, which would make any two look alike
+        close = difflib.get_close_matches(name[len("FOCUS_"):], [k[len("FOCUS_"):] for k in known], n=1, cutoff=0.6)
+        hint = f"; did you mean FOCUS_{close[0]}?" if close else " (README.md lists the FOCUS_* settings)"
         logger.warning("%s is no focuscrawl setting and is ignored%s", name, hint)
     return unknown
 

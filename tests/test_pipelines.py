@@ -142,6 +142,7 @@ CRAWL_SCRIPT = textwrap.dedent(
     import scrapy
     from scrapy.crawler import CrawlerProcess
     from focuscrawl import settings as project
+    from focuscrawl.addon import COMPONENTS
     from focuscrawl.dedup import content_hash
     from focuscrawl.items import PageItem
 
@@ -168,7 +169,7 @@ CRAWL_SCRIPT = textwrap.dedent(
 
     out, jobdir, stats_path = sys.argv[1:4]
     process = CrawlerProcess({
-        "ITEM_PIPELINES": project.ITEM_PIPELINES,
+        "ITEM_PIPELINES": COMPONENTS["ITEM_PIPELINES"],
         "FEED_EXPORT_FIELDS": project.FEED_EXPORT_FIELDS,
         "FEED_EXPORT_ENCODING": "utf-8",
         "FEEDS": {out: {"format": "jsonlines", "overwrite": True}},

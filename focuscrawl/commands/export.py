@@ -45,7 +45,8 @@ class Command(FocusCommand):
     def long_desc(self) -> str:
         return (
             "Write the relevant, non-duplicate pages of one crawl in the crawl store to FILE, as "
-            "Scrapy's feeds do: -o appends to FILE, -O overwrites it, - is standard output, and "
+            "Scrapy's feeds do: -o appends to FILE, -O overwrites it, - is standard output (JSON "
+            "lines unless -:FORMAT names another), and "
             "the format is the one its extension names (.jsonl/.jl JSON lines, .json, .csv, .xml) "
             "or FILE:FORMAT gives; the fields are FEED_EXPORT_FIELDS. A store may hold several crawls: the latest is exported "
             "unless --crawl names another; --crawls lists them. The store is found as the crawl "
@@ -269,6 +270,8 @@ class Command(FocusCommand):
         head, sep, tail = argument.rpartition(":")
         if sep and tail in formats:
             path, fmt = head, tail
+        if path == "-" and not sep:
+            fmt = "jsonlines"  # standard output, no format named: a line per page, for a pipe
         if path.startswith("file://"):
             path = path[len("file://"):]
         elif path == "stdout:":
