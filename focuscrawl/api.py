@@ -14,17 +14,20 @@ By default focuscrawl's ``focused`` spider crawls (its items are the relevant pa
 crawled in focused order through the add-on, its own items returned. ``settings`` are Scrapy
 settings, as ``-s`` gives them (``FOCUS_STORE``, ``DOWNLOAD_DELAY``, ``LOG_LEVEL``, ...).
 
-Each crawl runs in a process of its own (Scrapy's reactor cannot be started twice in one
-process, and a notebook's event loop is not Scrapy's): items come back as plain dicts as the
-crawl's ``item_scraped`` signal sends them. Stopping early (leaving the loop) stops the crawl as
+Each crawl runs in a process of its own (``python -m focuscrawl.api``: Scrapy's reactor cannot be
+started twice in one process, and a notebook's event loop is not Scrapy's), so a script needs no
+``if __name__ == "__main__"`` guard: items come back as plain dicts as the crawl's
+``item_scraped`` signal sends them. Stopping early (leaving the loop) stops the crawl as
 Ctrl-C does, its store and JOBDIR kept whole. A crawl that cannot start (no model, bad seeds, a
 bad setting) raises ``CrawlError`` with the same one line ``scrapy crawl`` prints.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import queue as queues
+import os
+import pickle
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,18 +48,20 @@ class FocusCrawl:
         model: the topic model's path (``scrapy train`` makes one); FOCUS_MODEL.
         budget: the most requests (robots.txt not counted; 0: no limit); FOCUS_BUDGET.
         settings: Scrapy settings, over the crawl's own (as ``-s``).
-        spider: focuscrawl's focused spider when None; else a Spider class or its import path
-            (``"myproject.spiders.books.BooksSpider"``), crawled with ``focuscrawl.Addon``.
+        spider: focuscrawl's focused spider when None; else a Spider class defined in a module (not
+            in ``__main__``) or its import path (``"myproject.spiders.books.BooksSpider"``), crawled
+            with ``focuscrawl.Addon``.
         spider_args: the spider's arguments (as ``-a``).
     """
 
-    def __init__(self, seeds: list[str] | str | None, model: str | None = None, *, budget: int = 0,
+    def __init__(self, seeds: list[str] | str | None, model: str | os.PathLike | None = None, *, budget: int = 0,
                  settings: dict[str, Any] | None = None, spider: type | str | None = None,
                  spider_args: dict[str, Any] | None = None) -> None:
         if isinstance(seeds, (list, tuple)):
             seeds = ",".join(seeds)
-        self.spec = {"seeds": seeds, "model": str(model) if model is not None else None, "budget": int(budget),
-                     "settings": dict(settings or {}), "spider": spider, "spider_args": dict(spider_args or {})}
+        self.spec = {"seeds": seeds, "model": os.fspath(model) if model is not None else None, "budget": int(budget),
+                     "settings": dict(settings or {}), "spider": _spider_path(spider),
+                     "spider_args": dict(spider_args or {})}
         #: the crawl's Scrapy stats, once it has finished
         self.stats: dict[str, Any] = {}
         self.finish_reason: str | None = None
@@ -67,50 +72,76 @@ class FocusCrawl:
 
     def items(self) -> Iterator[dict]:
         """The items as the crawl finds them; leaving the loop early stops the crawl."""
-        context = multiprocessing.get_context("spawn")
-        channel = context.Queue()
-        process = context.Process(target=_crawl_in_process, args=(channel, self.spec), daemon=True)
-        process.start()
+        # a process of its own, its messages on a pipe of their own (the spider may print)
+        read_end, write_end = os.pipe()
+        process = subprocess.Popen([sys.executable, "-m", "focuscrawl.api", str(write_end)], stdin=subprocess.PIPE,
+                                   pass_fds=(write_end,), env=_child_environment())
+        os.close(write_end)
         finished = False
         try:
-            while True:
-                try:
-                    kind, payload = channel.get(timeout=1.0)
-                except queues.Empty:
-                    if not process.is_alive():
-                        raise CrawlError(f"the crawl process ended without finishing (exit code {process.exitcode})")
-                    continue
-                if kind == "item":
-                    yield payload
-                elif kind == "error":
-                    raise CrawlError(payload)
-                else:
-                    self.stats, self.finish_reason = payload["stats"], payload["stats"].get("finish_reason")
-                    finished = True
-                    return
+            process.stdin.write(pickle.dumps(self.spec))
+            process.stdin.close()
+            with os.fdopen(read_end, "rb") as messages:
+                while True:
+                    try:
+                        kind, payload = pickle.load(messages)
+                    except EOFError:
+                        process.wait()
+                        raise CrawlError(f"the crawl process ended without finishing (exit code "
+                                         f"{process.returncode})") from None
+                    if kind == "item":
+                        yield payload
+                    elif kind == "error":
+                        raise CrawlError(payload)
+                    else:
+                        self.stats = payload["stats"]
+                        self.finish_reason = self.stats.get("finish_reason")
+                        finished = True
+                        return
         finally:
-            if not finished and process.is_alive():
+            if not finished and process.poll() is None:
                 process.terminate()  # Scrapy's SIGTERM: a graceful stop, store and JOBDIR kept
-            process.join(STOP_GRACE_SECONDS)
-            if process.is_alive():
+            try:
+                process.wait(STOP_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
                 process.kill()
-                process.join()
-            channel.close()
+                process.wait()
 
 
-def crawl(seeds: list[str] | str | None, model: str | None = None, *, budget: int = 0,
+def crawl(seeds: list[str] | str | None, model: str | os.PathLike | None = None, *, budget: int = 0,
           settings: dict[str, Any] | None = None, spider: type | str | None = None,
           spider_args: dict[str, Any] | None = None) -> list[dict]:
     """Run a focused crawl to its end and return its items (see FocusCrawl)."""
     return FocusCrawl(seeds, model, budget=budget, settings=settings, spider=spider, spider_args=spider_args).run()
 
 
+def _child_environment() -> dict[str, str]:
+    """This process's environment, with the folder this focuscrawl was imported from first on the
+    path (it may not be the installed one)."""
+    home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [home, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
+
+
+def _spider_path(spider: type | str | None) -> str | None:
+    if spider is None or isinstance(spider, str):
+        return spider
+    if spider.__module__ == "__main__":
+        raise CrawlError(f"{spider.__qualname__} is defined in __main__: the crawl's process imports its spider, "
+                         "so define it in a module (or give its import path)")
+    return f"{spider.__module__}.{spider.__qualname__}"
+
+
 # --- in the crawl's own process -------------------------------------------------------------------
 def _crawl_in_process(channel, spec: dict) -> None:
+    def send(kind: str, payload) -> None:
+        pickle.dump((kind, payload), channel)
+        channel.flush()
+
     try:
         process, spider, args = _prepare(spec)
     except Exception as exc:  # noqa: BLE001 - every reason a crawl cannot start is the caller's one line
-        channel.put(("error", _one_line(exc)))
+        send("error", _one_line(exc))
         return
     from itemadapter import ItemAdapter
     from scrapy import signals
@@ -122,16 +153,16 @@ def _crawl_in_process(channel, spec: dict) -> None:
             row = {name: getattr(item, name) for name in PageItem.EXPORT_FIELDS}
         else:
             row = ItemAdapter(item).asdict()
-        channel.put(("item", row))
+        send("item", row)
 
     crawler = process.create_crawler(spider)
     crawler.signals.connect(scraped, signal=signals.item_scraped, weak=False)
     process.crawl(crawler, **args)
     process.start()
     if process.bootstrap_failed or crawler.stats is None:
-        channel.put(("error", "the crawl did not start (see its log)"))
+        send("error", "the crawl did not start (see its log)")
         return
-    channel.put(("done", {"stats": dict(crawler.stats.get_stats())}))
+    send("done", {"stats": dict(crawler.stats.get_stats())})
 
 
 def _prepare(spec: dict):
@@ -179,3 +210,8 @@ def _prepare(spec: dict):
 def _one_line(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+if __name__ == "__main__":
+    with os.fdopen(int(sys.argv[1]), "wb") as _channel:
+        _crawl_in_process(_channel, pickle.load(sys.stdin.buffer))

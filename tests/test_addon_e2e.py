@@ -199,3 +199,29 @@ def test_the_python_api_streams_the_relevant_pages(demo_web, demo_model, tmp_pat
         FocusCrawl("", model=str(demo_model)).run()
     with pytest.raises(CrawlError, match="model"):
         FocusCrawl(demo_web.seeds, model=str(tmp_path / "missing.joblib")).run()
+
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_the_readmes_python_example_runs(demo_web, demo_model, tmp_path):
+    """The README's example, as a script, with the demo web's seeds and model for its own."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### From Python"):]
+    start = section.index("```python\n") + len("```python\n")
+    example = section[start:section.index("\n```", start)]
+    assert example.count("seeds = ") == 1 and example.count("model = ") == 1
+    lines = [f"seeds = {list(demo_web.seeds)!r}" if line.startswith("seeds = ") else
+             f"model = {str(demo_model)!r}" if line.startswith("model = ") else line
+             for line in example.splitlines()]
+    (tmp_path / "example.py").write_text("\n".join(lines) + "\n")
+    web = RecordedWeb.from_records(demo_web.records)
+    with ReplayProxy(web, robots=demo_web.robots) as proxy:
+        env = {k: v for k, v in os.environ.items() if k != "SCRAPY_SETTINGS_MODULE"}
+        env.update(http_proxy=proxy.url, PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])]))
+        result = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env, capture_output=True,
+                                text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert len(lines) > 5 and all(float(line.split()[0]) >= 0.5 for line in lines[:-1])
+    assert lines[-1].startswith("focus_budget ") and lines[-1].endswith(" relevant pages")
+    assert (tmp_path / "api.db").is_file()
