@@ -99,14 +99,14 @@ MAPPINGS: dict[str, dict[str, str]] = {
 #: change, what happens instead).
 IGNORED: tuple[tuple[str, Any, str], ...] = (
     ("DEPTH_PRIORITY", lambda s: s.getint("DEPTH_PRIORITY") != 0,
-     "the frontier orders requests by expected reward (FOCUS_STRATEGY=bfs for breadth-first)"),
+     "the frontier orders requests by expected reward; FOCUS_STRATEGY=bfs for breadth-first"),
     ("SCHEDULER_PRIORITY_QUEUE", None, "the frontier keeps its own per-host queues"),
     ("SCHEDULER_MEMORY_QUEUE", None, "the frontier keeps its own per-host queues"),
-    ("SCHEDULER_DISK_QUEUE", None, "the frontier keeps its own queues (spilled to JOBDIR)"),
+    ("SCHEDULER_DISK_QUEUE", None, "the frontier keeps its own queues, spilled to JOBDIR"),
     ("CONCURRENT_REQUESTS_PER_DOMAIN", lambda s: s.getint("CONCURRENT_REQUESTS_PER_DOMAIN") > 1,
      "one request at a time per host, always"),
     ("AUTOTHROTTLE_ENABLED", lambda s: s.getbool("AUTOTHROTTLE_ENABLED"),
-     "the frontier's adaptive per-host delay (FOCUS_ADAPTIVE_DELAY_FACTOR) replaces it"),
+     "the frontier's adaptive per-host delay replaces it: FOCUS_ADAPTIVE_DELAY_FACTOR"),
 )
 
 
@@ -124,8 +124,10 @@ class Addon:
 
     @classmethod
     def update_pre_crawler_settings(cls, settings) -> None:
-        """The FOCUS_* defaults, early: a command reading its settings sees them."""
+        """The process's settings, before any crawler: the FOCUS_* defaults (a command reading its
+        settings sees them) and the DNS resolver, which Scrapy installs once per process from them."""
         _set_defaults(settings, focus_defaults())
+        _set_resolver(settings)
 
     def update_settings(self, settings) -> None:
         _set_defaults(settings, focus_defaults())
@@ -179,7 +181,8 @@ def _setdefault_component(settings, name: str, path: str, order: int | None) -> 
 
 
 def _set_resolver(settings) -> None:
-    """No fetch into private networks: a name is judged by the address it resolves to."""
+    """No fetch into private networks: a name is judged by the address it resolves to (the
+    process's resolver: a crawler's settings come too late for it)."""
     from scrapy.settings import default_settings
 
     name = "TWISTED_DNS_RESOLVER" if hasattr(default_settings, "TWISTED_DNS_RESOLVER") else "DNS_RESOLVER"

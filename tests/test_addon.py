@@ -101,3 +101,85 @@ def test_nothing_is_said_of_scrapys_settings_under_another_scheduler():
     settings = Settings({"SCHEDULER": "scrapy.core.scheduler.Scheduler", "DEPTH_PRIORITY": 1})
     assert note_ignored_settings(settings) == []
     assert warn_unknown_settings(Settings({"FOCUS_BUDGET": 1})) == []
+
+
+def test_the_process_gets_the_guarded_resolver_before_any_crawler():
+    """Scrapy installs the DNS resolver once per process from the process's settings."""
+    from scrapy.addons import AddonManager
+
+    settings = Settings({"ADDONS": {"focuscrawl.Addon": 0}})
+    AddonManager.load_pre_crawler_settings(settings)
+    name = "TWISTED_DNS_RESOLVER" if "TWISTED_DNS_RESOLVER" in Settings() else "DNS_RESOLVER"
+    assert settings[name] == "focuscrawl.network_guard.GuardedResolver"
+
+
+# --- FocusPages: a project's own spider, its responses scored and its requests given their links ----
+
+PAGE = b"""<html><head><title>Astronomy lecture notes</title></head><body>
+<p>Telescopes, comets and the orbits of planets: this week's lecture notes.</p>
+<p>Read on: <a href="/next.html">the next lecture on comets</a>, or <a href="/shop.html">our shop</a>.</p>
+</body></html>"""
+
+
+class ShopSpider(Spider):
+    """A project's spider: its own item, its own requests (one to a URL not linked on the page)."""
+    name = "shop"
+
+    def parse(self, response):
+        yield {"title": response.css("title::text").get(), "relevant": response.meta.get("focus_relevant")}
+        yield response.follow("/next.html", callback=self.parse)
+        yield response.follow("/elsewhere.html", callback=self.parse, priority=5)
+
+
+def through_focus_pages(model_path, caplog):
+    from scrapy import Request
+    from scrapy.http import HtmlResponse
+    from scrapy.utils.test import get_crawler
+
+    from focuscrawl import signals as focus_signals
+    from focuscrawl.items import PageItem
+    from focuscrawl.meta import LINK
+    from focuscrawl.spidermw import FocusPages
+
+    crawler = get_crawler(ShopSpider, {"FOCUS_MODEL": str(model_path)})
+    crawler._apply_settings()
+    middleware = FocusPages.from_crawler(crawler)
+    spider = ShopSpider.from_crawler(crawler)
+    scored = []
+    crawler.signals.connect(lambda **kw: scored.append(kw), signal=focus_signals.page_scored, weak=False)
+    request = Request("http://a.test/notes.html", callback=spider.parse, meta={"depth": 1})
+    response = HtmlResponse(request.url, body=PAGE, headers={"Content-Type": "text/html"}, request=request)
+    with caplog.at_level(logging.WARNING, logger="focuscrawl.spidermw"):
+        middleware.process_spider_input(response)
+        output = list(middleware.process_spider_output(response, spider.parse(response)))
+    return crawler, scored, output, LINK, PageItem
+
+
+def test_a_projects_spider_keeps_its_items_and_its_requests_get_their_links_words(demo_model, caplog):
+    crawler, scored, output, LINK, PageItem = through_focus_pages(demo_model, caplog)
+    own, linked, unlinked, record = output
+    assert set(own) == {"title", "relevant"} and own["title"] == "Astronomy lecture notes"
+    page = scored[0]["page"]
+    assert own["relevant"] is page.relevant and page.score is not None  # marked before the callback
+    assert isinstance(record, PageItem) and record.record_only and record is page
+    assert linked.callback == unlinked.callback  # the spider's own callbacks
+    link = linked.meta[LINK]
+    assert (link["anchor"], link["parent_url"]) == ("the next lecture on comets", "http://a.test/notes.html")
+    assert "Read on" in link["context"] and link["link_score"] is not None and link["parent_score"] is not None
+    assert unlinked.meta[LINK]["anchor"] == "" and crawler.stats.get_value("focus/links/not_on_page") == 1
+    assert [r.getMessage() for r in caplog.records if "Request.priority" in r.getMessage()]
+
+
+def test_focus_pages_is_off_for_the_focused_spider_and_without_a_model(caplog):
+    from scrapy.exceptions import NotConfigured
+    from scrapy.utils.test import get_crawler
+
+    from focuscrawl.spidermw import FocusPages
+    from focuscrawl.spiders.focused import FocusedSpider
+
+    with pytest.raises(NotConfigured) as off:
+        FocusPages.from_crawler(get_crawler(FocusedSpider, {"FOCUS_MODEL": "any.joblib"}))
+    assert not off.value.args  # nothing to say: the spider scores its pages itself
+    with caplog.at_level(logging.WARNING, logger="focuscrawl.spidermw"), pytest.raises(NotConfigured):
+        FocusPages.from_crawler(get_crawler(ShopSpider, {}))
+    assert "no topic model (FOCUS_MODEL)" in caplog.text
