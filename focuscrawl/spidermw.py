@@ -30,11 +30,12 @@ from scrapy.exceptions import NotConfigured
 from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import FocusConfig
-from focuscrawl.dedup import content_hash
 from focuscrawl.items import PageItem
 from focuscrawl.meta import LinkMeta
 from focuscrawl.parsing import parse_html
 from focuscrawl.relevance import TopicModel
+from focuscrawl.relevance.judge import PageJudge
+from focuscrawl.spiders.focused import x_robots_tag
 from focuscrawl.urls import canonicalize
 
 logger = logging.getLogger(__name__)
@@ -49,10 +50,7 @@ class FocusPages:
         self.crawler = crawler
         self.stats = crawler.stats
         self.model = model
-        self.threshold = config.relevance_threshold
-        reward = config.reward_threshold
-        self.reward_threshold = model.even_odds_score if reward is None else reward
-        self.link_evidence = config.link_evidence
+        self.judge = PageJudge.from_config(model, config)
         self._priority_noted = False
 
     @classmethod
@@ -71,7 +69,7 @@ class FocusPages:
 
     def _opened(self, spider=None) -> None:
         logger.info("%s's pages are scored with %s: %.2f or more is relevant", getattr(spider, "name", "the spider"),
-                    self.model_path, self.threshold)
+                    self.model_path, self.judge.threshold)
 
     # --- before the callback: the page scored and marked ------------------------------------------
     def process_spider_input(self, response, spider=None) -> None:
@@ -92,14 +90,14 @@ class FocusPages:
         hit, probability, links = False, None, {}
         if parsed is not None:
             page.title, page.text, page.encoding = parsed.title, parsed.text, parsed.encoding
-            page.page_score = self.model.score(parsed.title, parsed.text)
-            page.link_score = came_by.link_score
-            page.score = self.model.with_link_evidence(page.page_score, page.link_score, self.link_evidence)
-            page.relevant = page.score >= self.threshold and not parsed.noindex
-            hit = page.score >= self.reward_threshold and not parsed.noindex
-            probability = round(self.model.probability(page.score), 4)
-            page.content_hash = content_hash(parsed.text)
-            page.links = [link for link in parsed.links if not link.nofollow]
+            header_noindex, header_nofollow = x_robots_tag(response, self.crawler.settings.get("ROBOTSTXT_USER_AGENT"))
+            noindex = parsed.noindex or header_noindex
+            hit, probability = self.judge.judge(page, parsed.title, parsed.text, came_by.link_score, noindex)
+            if noindex:
+                page.extra["noindex"] = True
+            # a nofollow page's links are not the crawl's evidence (the spider still follows what it yields)
+            nofollow = parsed.nofollow or header_nofollow
+            page.links = [] if nofollow else [link for link in parsed.links if not link.nofollow]
             page.outlinks = len(page.links)
             links = {canonicalize(link.url): link for link in page.links}
             self.stats.inc_value("focus/pages/scored")

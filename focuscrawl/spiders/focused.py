@@ -20,7 +20,6 @@ from scrapy.spidermiddlewares.httperror import HttpError
 
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import DOCUMENT_EXTENSIONS, FocusConfig
-from focuscrawl.dedup import content_hash
 from focuscrawl.items import PageItem
 from focuscrawl.meta import (
     DEPTH,
@@ -47,6 +46,7 @@ from focuscrawl.rendering.decide import shell_reason
 from focuscrawl.rendering.requests import is_render, page_url
 from focuscrawl.urls import canonicalize, extension, host_key
 from focuscrawl.relevance import ModelError, TopicModel
+from focuscrawl.relevance.judge import PageJudge
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +126,7 @@ class FocusedSpider(scrapy.Spider):
         reward = config.reward_threshold
         spider.reward_threshold = spider.model.even_odds_score if reward is None else reward
         spider.link_evidence = config.link_evidence
+        spider.judge = PageJudge(spider.model, spider.threshold, spider.reward_threshold, spider.link_evidence)
         spider.sitemap_max_urls = config.sitemap_max_urls
         spider.follow_feeds = config.follow_feeds
         spider.feed_max_entries = config.feed_max_entries
@@ -270,17 +271,11 @@ class FocusedSpider(scrapy.Spider):
                 if render is not None:
                     yield render
                     return
-            header_noindex, header_nofollow = _x_robots_tag(response, self.settings.get("ROBOTSTXT_USER_AGENT"))
+            header_noindex, header_nofollow = x_robots_tag(response, self.settings.get("ROBOTSTXT_USER_AGENT"))
             noindex, nofollow = parsed.noindex or header_noindex, parsed.nofollow or header_nofollow
             # a page is judged by its words and by the link that led to it (FOCUS_LINK_EVIDENCE): the
             # item's relevance, the learner's hit and the parent score of its links all follow
-            page.page_score = self.model.score(parsed.title, parsed.text)
-            page.link_score = came_by.link_score
-            page.score = self.model.with_link_evidence(page.page_score, page.link_score, self.link_evidence)
-            page.relevant = page.score >= self.threshold and not noindex
-            hit = page.score >= self.reward_threshold and not noindex
-            found_probability = round(self.model.probability(page.score), 4)
-            page.content_hash = content_hash(parsed.text)
+            hit, found_probability = self.judge.judge(page, parsed.title, parsed.text, came_by.link_score, noindex)
             if revisit is not None and self._unchanged_revisit(response, "page", page.content_hash):
                 return
             if noindex:
@@ -427,7 +422,7 @@ class FocusedSpider(scrapy.Spider):
         )
 
 
-def _x_robots_tag(response, agent: str | None) -> tuple[bool, bool]:
+def x_robots_tag(response, agent: str | None) -> tuple[bool, bool]:
     """(noindex, nofollow) from X-Robots-Tag headers: ``noindex``, ``nofollow``, ``none``, either
     for every crawler or prefixed with a user-agent token (``focuscrawl: noindex``)."""
     noindex = nofollow = False
@@ -484,4 +479,4 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-__all__ = ["FocusedSpider", "ModelError", "SeedsError", "read_seeds"]
+__all__ = ["FocusedSpider", "ModelError", "SeedsError", "read_seeds", "x_robots_tag"]
