@@ -225,3 +225,23 @@ def test_the_readmes_python_example_runs(demo_web, demo_model, tmp_path):
     assert len(lines) > 5 and all(float(line.split()[0]) >= 0.5 for line in lines[:-1])
     assert lines[-1].startswith("focus_budget ") and lines[-1].endswith(" relevant pages")
     assert (tmp_path / "api.db").is_file()
+
+
+@pytest.mark.slow
+def test_the_focuscrawl_command_brings_its_commands_into_any_project(tmp_path):
+    """`focuscrawl CMD` (python -m focuscrawl) in another project: that project's settings, with
+    focuscrawl's commands, its focused spider and its add-on."""
+    project = new_project(tmp_path, "other")
+
+    def focuscrawl(*args):
+        env = {k: v for k, v in os.environ.items() if k != "SCRAPY_SETTINGS_MODULE"}
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+        result = subprocess.run([sys.executable, "-m", "focuscrawl", *args], cwd=project, env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stdout
+
+    assert {"train", "export", "render-server", "crawl"} <= listed_commands(focuscrawl("-h"))
+    assert focuscrawl("settings", "--get", "BOT_NAME").strip() == "other"  # the project's settings
+    assert focuscrawl("settings", "--get", "FOCUS_RELEVANCE_THRESHOLD").strip() == "0.5"
+    assert "focused" in focuscrawl("list").split()
