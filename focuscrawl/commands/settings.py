@@ -1,7 +1,8 @@
 """``scrapy settings``, with the add-ons' settings: Scrapy's own command reads the project's settings
 before any add-on has put its own in, so ``--get FOCUS_RELEVANCE_THRESHOLD`` would print ``None``
 and ``--get SCHEDULER`` Scrapy's scheduler. Here the add-ons (``ADDONS``) update the settings as
-they do for a crawl, without starting one."""
+they do for a crawl, without starting one (Scrapy's own command does not yet: scrapy/scrapy#7010,
+whose fix, scrapy/scrapy#7828, is under review; this command can go once a release has it)."""
 
 from __future__ import annotations
 
