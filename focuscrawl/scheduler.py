@@ -218,12 +218,10 @@ class FocusScheduler:
         self.downloader.take_over_delays()
         if self.shared is not None:
             self.shared.attach(self.gate, self.robots.apply)
-        # the topic model that scores the links' words: the focused spider's, or the add-on's for a
-        # project's own spider
-        model = getattr(spider, "model", None) or _pages_model(self.crawler)
-        if model is not None:
-            self.learner.use_link_model(getattr(model, "link_pipeline", None) is not None,
-                                        getattr(model, "learner_priors", None))
+        # the topic model that scores the links' words: the focused spider's; a project's own
+        # spider's comes with the signal topic_model (the add-on's FocusPages)
+        self._use_topic_model(getattr(spider, "model", None))
+        sig.connect(self._use_topic_model, signal=focus_signals.topic_model)
         if self.persistence is not None:
             # the snapshot's learner is taken on before the journal's URLs are enqueued (and scored)
             _, self.released = self.persistence.restore(
@@ -237,6 +235,11 @@ class FocusScheduler:
         if self._froze_gc:
             gc.freeze()
         return None
+
+    def _use_topic_model(self, model, **kwargs) -> None:
+        if model is not None:
+            self.learner.use_link_model(getattr(model, "link_pipeline", None) is not None,
+                                        getattr(model, "learner_priors", None))
 
     def _use_learner(self, learner: LinkRewardLearner) -> None:
         """A learner restored from a checkpoint replaces the crawl's."""
@@ -641,13 +644,3 @@ class FocusScheduler:
         if self.shared is not None:
             self.shared.done(urls)
 
-
-def _pages_model(crawler):
-    """The topic model of the add-on's spider middleware (a project's own spider), if it is on."""
-    from focuscrawl.spidermw import FocusPages
-
-    try:
-        pages = crawler.get_spider_middleware(FocusPages)
-    except (AttributeError, RuntimeError):  # a crawler without an engine (tests build parts alone)
-        return None
-    return pages.model if pages is not None else None

@@ -68,6 +68,7 @@ class FocusPages:
         return middleware
 
     def _opened(self, spider=None) -> None:
+        self.crawler.signals.send_catch_log(focus_signals.topic_model, model=self.model)
         logger.info("%s's pages are scored with %s: %.2f or more is relevant", getattr(spider, "name", "the spider"),
                     self.model_path, self.judge.threshold)
 

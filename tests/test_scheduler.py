@@ -726,3 +726,19 @@ def test_a_spent_budget_closes_the_crawl_as_focus_budget_with_scrapys_scheduler_
     with pytest.raises(CloseSpider) as closed:
         scheduler._on_spider_idle()
     assert closed.value.reason == "focus_budget"
+
+
+def test_a_project_spiders_topic_model_reaches_the_learner_by_its_signal():
+    """Under focuscrawl.Addon the topic model is the spider middleware's, announced when the spider
+    opens (the scheduler is open by then): the learner starts from its link model as it would
+    from the focused spider's."""
+    from focuscrawl import signals as focus_signals
+
+    scheduler = opened()
+    try:
+        assert not scheduler.learner.learn_words  # by default the links' words are a link model's
+        model = SimpleNamespace(link_pipeline=None, learner_priors=None)  # a topic model without one
+        scheduler.crawler.signals.send_catch_log(focus_signals.topic_model, model=model)
+        assert scheduler.learner.learn_words  # so the learner learns the words itself
+    finally:
+        scheduler.close("finished")
