@@ -56,13 +56,12 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(BENCH))
 
-from focuscrawl import settings as project_settings  # noqa: E402
 from focuscrawl.politeness.audit import audit_report, format_report, load_log  # noqa: E402
 from soakprobe import rss_kib  # noqa: E402
 from soakproxy import SoakProxy  # noqa: E402
 from soakweb import SoakWeb, big_gzip, gzip_bomb, varied_block  # noqa: E402
 
-DEFAULT_DELAY = 1.0  # focuscrawl/settings.py DOWNLOAD_DELAY
+DEFAULT_DELAY = 1.0  # DOWNLOAD_DELAY as focuscrawl.Addon sets it (focuscrawl/addon.py)
 MAX_CRAWL_DELAY = 30.0  # FOCUS_MAX_CRAWL_DELAY's default: a longer Crawl-delay is crawled at it
 STOP_GRACE = 120.0  # seconds a crawl may take to stop after SIGINT (slow hosts, 30 s download timeout)
 OUTPUTS = ("server.jsonl", "requests.jsonl", "crawl.log", "crawl.db", "items.jsonl", "probe.jsonl",
@@ -96,7 +95,7 @@ def crawl_argv(out: Path, model: Path, args) -> list[str]:
     if args.jobdir:
         argv += ["-s", f"JOBDIR={out / 'job'}"]
     if args.probe:
-        extensions = {**project_settings.EXTENSIONS, "soakprobe.SoakProbe": 0}  # the project's stay
+        extensions = {"soakprobe.SoakProbe": 0}  # the add-on adds focuscrawl's own beside it
         argv += ["-s", f"EXTENSIONS={json.dumps(extensions)}", "-s", f"SOAK_PROBE_FILE={out / 'probe.jsonl'}",
                  "-s", f"SOAK_PROBE_TYPES={args.probe_types}", "-s", f"SOAK_PROBE_TRACEMALLOC={args.probe_tracemalloc}"]
     for setting in args.set:

@@ -5,9 +5,9 @@ each value is converted and checked, and a bad one raises ``ConfigError`` naming
 ``scrapy crawl`` prints one line before the crawl starts. The defaults below are the only ones:
 the crawl's parts take their values from a ``FocusConfig``, and ``FocusConfig()`` is the default
 configuration. Scrapy's own settings that the crawl reads (``DOWNLOAD_DELAY``, ``DOWNLOAD_SLOTS``,
-``ROBOTSTXT_OBEY``, ``ROBOTSTXT_USER_AGENT``, ``JOBDIR``) keep their defaults in
-``focuscrawl/settings.py``, where Scrapy looks for them; the fields that mirror them take their
-defaults from there.
+``ROBOTSTXT_OBEY``, ``ROBOTSTXT_USER_AGENT``, ``JOBDIR``) keep their defaults in the add-on
+(``focuscrawl/addon.py``), which puts them in Scrapy's settings; the fields that mirror them take
+their defaults from there.
 
 Free of Scrapy's crawler (it only borrows Scrapy's list of non-HTML extensions), so the cores
 and their tests can use it.
@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from focuscrawl import BOT_NAME
-from focuscrawl import settings as _project
+from focuscrawl.addon import SETTINGS as _scrapy_defaults
 
 #: the document extensions read as pages (focuscrawl.parsing.documents); .doc is not among them
 DOCUMENT_EXTENSIONS = ("docx", "odt", "pdf")
@@ -439,11 +439,11 @@ class FocusConfig:
         "twice: measured on WebKB, at 0.2 the learned part of a priority ranked the frontier no "
         "better than chance.")
 
-    # --- Scrapy's settings the crawl reads (their defaults: focuscrawl/settings.py) -----------
-    download_delay: float = _project.DOWNLOAD_DELAY
+    # --- Scrapy's settings the crawl reads (their defaults: focuscrawl/addon.py) ---------------
+    download_delay: float = _scrapy_defaults["DOWNLOAD_DELAY"]
     per_host_delays: tuple[tuple[str, float], ...] = ()
-    obey_robots: bool = _project.ROBOTSTXT_OBEY
-    robots_agent: str = _project.ROBOTSTXT_USER_AGENT
+    obey_robots: bool = _scrapy_defaults["ROBOTSTXT_OBEY"]
+    robots_agent: str = BOT_NAME
     jobdir: str | None = None
 
     @classmethod

@@ -47,6 +47,9 @@ class PageItem:
     # the page (fetched again after a kill), so it is not exported twice
     restored: bool = field(default=False, repr=False, metadata={"column": False})
     exported: bool = field(default=False, repr=False, metadata={"column": False})
+    # the page of a response a project's own spider handled (focuscrawl.Addon): judged and stored,
+    # never exported, so the project's pipelines and feeds see only the spider's own items
+    record_only: bool = field(default=False, repr=False, metadata={"column": False})
 
     #: fields written to the feed export for relevant pages
     EXPORT_FIELDS = (

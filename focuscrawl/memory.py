@@ -82,7 +82,7 @@ class MemoryTrim:
             raise NotConfigured(str(exc)) from exc
         trim = glibc_malloc_trim()
         if not seconds or trim is None:
-            raise NotConfigured("no periodic malloc_trim (FOCUS_MEMORY_TRIM_SECONDS=0, or not glibc)")
+            raise NotConfigured  # turned off, or not glibc: nothing to say
         extension = cls(crawler, seconds, trim)
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)

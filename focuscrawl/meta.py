@@ -56,6 +56,12 @@ RENDER_PLAIN = "focus_render_plain"
 GOT_RESPONSE = "focus_got_response"
 STATUS = "focus_status"
 
+# --- written by the add-on's spider middleware (focuscrawl/spidermw.py) ----------------------
+#: on a response of a project's own spider, before its callback: the page's score (None when not
+#: scored) and whether it is relevant (FOCUS_RELEVANCE_THRESHOLD)
+SCORE = "focus_score"
+RELEVANT = "focus_relevant"
+
 # --- Scrapy's, read by focuscrawl -----------------------------------------------------------
 DEPTH = "depth"
 

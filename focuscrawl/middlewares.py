@@ -38,7 +38,7 @@ class CrawlLogMiddleware:
     def from_crawler(cls, crawler):
         path = FocusConfig.from_settings(crawler.settings).crawl_log
         if not path:
-            raise NotConfigured("FOCUS_CRAWL_LOG not set")
+            raise NotConfigured  # off by default: nothing to say
         try:
             mw = cls(path, crawler.stats)
         except OSError as exc:

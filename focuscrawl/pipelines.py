@@ -110,6 +110,8 @@ class DuplicatesPipeline:
         return None if original is None else (original, "near")
 
     def process_item(self, item, spider=None):
+        if not isinstance(item, PageItem):
+            return item  # a project spider's own item (focuscrawl.Addon): not ours to judge
         adapter = ItemAdapter(item)
         if adapter.get("restored"):
             return item  # judged before the kill
@@ -244,6 +246,8 @@ class StorePipeline:
 
     def process_item(self, item, spider=None):
         assert self.store is not None, "StorePipeline.process_item before open_spider"
+        if not isinstance(item, PageItem):
+            return item  # a project spider's own item (focuscrawl.Addon): its pages are stored as records
         adapter = ItemAdapter(item)
         if adapter.get("restored"):
             return item  # stored before the kill
@@ -261,6 +265,8 @@ class StorePipeline:
 
     def _on_item_scraped(self, item, response=None, spider=None):
         """The feed exporter (connected first) has written the item."""
+        if not isinstance(item, PageItem):
+            return
         url = ItemAdapter(item).get("url")
         if not url or self.durability is None:
             return
@@ -317,7 +323,9 @@ class Unexported:
 
 
 class RelevantItemsPipeline:
-    """Drops duplicates and irrelevant pages (quietly, at DEBUG) so only the harvest is exported."""
+    """Drops duplicates and irrelevant pages (quietly, at DEBUG) so only the harvest is exported;
+    drops the page records of a project's own spider (focuscrawl.Addon), judged and stored by now,
+    so its pipelines and feeds get only its own items, which pass untouched."""
 
     def __init__(self, stats) -> None:
         self.stats = stats
@@ -327,7 +335,12 @@ class RelevantItemsPipeline:
         return cls(crawler.stats)
 
     def process_item(self, item, spider=None):
+        if not isinstance(item, PageItem):
+            return item
         adapter = ItemAdapter(item)
+        if adapter.get("record_only"):
+            self.stats.inc_value("focus/items/page_records")
+            raise DropItem("a page record: stored, not exported", log_level="DEBUG")
         if adapter.get("exported"):
             self.stats.inc_value("focus/items/dropped_exported")
             raise DropItem("already in this crawl's feed (fetched again after a kill)", log_level="DEBUG")

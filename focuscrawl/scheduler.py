@@ -31,7 +31,7 @@ import time
 from collections import deque
 
 from scrapy import Request, signals
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import CloseSpider, NotConfigured
 
 from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
@@ -209,6 +209,7 @@ class FocusScheduler:
         sig.connect(self._on_item_done, signal=signals.item_scraped)
         sig.connect(self._on_item_done, signal=signals.item_dropped)
         sig.connect(self._on_page_stored, signal=focus_signals.page_stored)
+        sig.connect(self._on_spider_idle, signal=signals.spider_idle)
         if self.render_hosts is not None:
             sig.connect(self._on_render_judged, signal=focus_signals.render_judged)
         if self.revisits is not None:
@@ -217,10 +218,10 @@ class FocusScheduler:
         self.downloader.take_over_delays()
         if self.shared is not None:
             self.shared.attach(self.gate, self.robots.apply)
-        model = getattr(spider, "model", None)  # the focused spider's topic model (links' scores)
-        if model is not None:
-            self.learner.use_link_model(getattr(model, "link_pipeline", None) is not None,
-                                        getattr(model, "learner_priors", None))
+        # the topic model that scores the links' words: the focused spider's; a project's own
+        # spider's comes with the signal topic_model (the add-on's FocusPages)
+        self._use_topic_model(getattr(spider, "model", None))
+        sig.connect(self._use_topic_model, signal=focus_signals.topic_model)
         if self.persistence is not None:
             # the snapshot's learner is taken on before the journal's URLs are enqueued (and scored)
             _, self.released = self.persistence.restore(
@@ -234,6 +235,11 @@ class FocusScheduler:
         if self._froze_gc:
             gc.freeze()
         return None
+
+    def _use_topic_model(self, model, **kwargs) -> None:
+        if model is not None:
+            self.learner.use_link_model(getattr(model, "link_pipeline", None) is not None,
+                                        getattr(model, "learner_priors", None))
 
     def _use_learner(self, learner: LinkRewardLearner) -> None:
         """A learner restored from a checkpoint replaces the crawl's."""
@@ -299,6 +305,12 @@ class FocusScheduler:
     def __len__(self) -> int:
         return len(self.frontier)
 
+    def _on_spider_idle(self, spider=None):
+        """A crawl that spent its budget ends as ``focus_budget``, as Scrapy's own limits name theirs
+        (``closespider_pagecount``): its requests in flight are done by now."""
+        if self._budget_spent():
+            raise CloseSpider("focus_budget")
+
     def _budget_spent(self) -> bool:
         if not self.config.budget:
             return False
@@ -314,10 +326,12 @@ class FocusScheduler:
             # returns a new request): the same visit of the host, which holds the host until it ends
             self.gate.inflight[host] = request
             self._continuations.append(request)
+            self.stats.inc_value("scheduler/enqueued")
             return True
         if meta.get(M.ROBOTS_FOR):
             # a robots.txt fetch (or a redirect of one): always allowed, first in its host's queue
             self.frontier.push(host_key(request.url), Entry(ROBOTS_PRIORITY, request.url, request))
+            self.stats.inc_value("scheduler/enqueued")
             return True
         if self.shared is not None and meta.get("redirect_times"):
             # the page redirected is done: its target is queued now, whichever worker fetches it
@@ -344,6 +358,7 @@ class FocusScheduler:
         if self.persistence is not None:
             self.persistence.enqueued(request)
         self.stats.inc_value("focus/frontier/enqueued")
+        self.stats.inc_value("scheduler/enqueued")  # Scrapy's name, for tools that read it
         if pruned:
             self.stats.inc_value("focus/frontier/pruned", len(pruned))
             if self.persistence is not None:
@@ -395,6 +410,7 @@ class FocusScheduler:
     # --- dequeue: pop -> gate -> policies -> release --------------------------------------------
     def next_request(self) -> Request | None:
         if self._continuations:
+            self.stats.inc_value("scheduler/dequeued")
             return self._continuations.popleft()
         if self._budget_spent():
             if not self.stats.get_value("focus/budget_exhausted"):
@@ -491,6 +507,7 @@ class FocusScheduler:
         meta["download_slot"] = host
         meta[M.HOST] = host
         self.gate.start(host, request)
+        self.stats.inc_value("scheduler/dequeued")
         if self.patience is not None:
             self.patience.released(time.monotonic())
         if self.revisits is not None and not meta.get(M.ROBOTS_FOR):
@@ -626,3 +643,4 @@ class FocusScheduler:
             self.persistence.done(urls)
         if self.shared is not None:
             self.shared.done(urls)
+

@@ -5,6 +5,10 @@
 #: learner, FOCUS_REWARD_THRESHOLD). The learner takes its reward from it.
 page_scored = object()
 
+#: The topic model that scores a project's own spider's pages (focuscrawl.Addon's FocusPages), sent
+#: when the spider opens. Args: model (TopicModel). The scheduler's learner takes its link model.
+topic_model = object()
+
 #: A politeness or trap rule refused a request before it was fetched. Args: request, reason (str).
 #: The request log and the stats record why.
 request_refused = object()

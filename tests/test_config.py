@@ -34,11 +34,19 @@ def test_every_focus_setting_named_in_the_code_is_a_focusconfig_setting():
 def test_the_project_settings_module_holds_no_focus_default():
     assert not [name for name in vars(project) if name.startswith("FOCUS_")]
     # ... so reading it gives FocusConfig's defaults, and the Scrapy settings the crawl reads
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
     settings = Settings()
     settings.setmodule(project)
-    assert FocusConfig.from_settings(settings) == DEFAULTS
+    crawler = Crawler(Spider, settings)
+    crawler.addons.load_settings(crawler.settings)  # the add-on the project enables puts them in
+    assert FocusConfig.from_settings(crawler.settings) == DEFAULTS
+    from focuscrawl.addon import SETTINGS
+    from focuscrawl import BOT_NAME
+
     assert (DEFAULTS.download_delay, DEFAULTS.obey_robots, DEFAULTS.robots_agent) == (
-        project.DOWNLOAD_DELAY, project.ROBOTSTXT_OBEY, project.ROBOTSTXT_USER_AGENT)
+        SETTINGS["DOWNLOAD_DELAY"], SETTINGS["ROBOTSTXT_OBEY"], BOT_NAME)
 
 
 def test_the_cores_default_to_the_settings_defaults():

@@ -108,9 +108,9 @@ def test_a_store_from_before_crawl_ids_is_upgraded_in_place(tmp_path):
 # --- the pipelines: one crawl id per JOBDIR, re-emission, no second export ----------------------
 
 def _pipelines(tmp_path, feeds=True, **settings):
-    from focuscrawl import settings as project
+    from focuscrawl.addon import MAPPINGS
 
-    values = {"JOBDIR": str(tmp_path / "job"), "FEED_STORAGES": project.FEED_STORAGES, **settings}
+    values = {"JOBDIR": str(tmp_path / "job"), "FEED_STORAGES": MAPPINGS["FEED_STORAGES"], **settings}
     if feeds:
         values["FEEDS"] = {str(tmp_path / "out.jsonl"): {"format": "jsonlines"}}
     crawler = get_crawler(settings_dict=values)
@@ -196,10 +196,10 @@ def test_no_feed_means_nothing_marked_and_nothing_emitted_until_a_run_has_one(tm
 
 def test_feed_durability_is_read_from_the_feeds(tmp_path):
     def durability(feeds):
-        from focuscrawl import settings as project
+        from focuscrawl.addon import MAPPINGS
 
         return feeds_durability(get_crawler(settings_dict={"FEEDS": feeds,
-                                                           "FEED_STORAGES": project.FEED_STORAGES}).settings)
+                                                           "FEED_STORAGES": MAPPINGS["FEED_STORAGES"]}).settings)
     assert durability({}) is None
     assert durability({str(tmp_path / "a.jsonl"): {"format": "jsonlines"}}) == "each"
     assert durability({f"file://{tmp_path}/a.jsonl": {"format": "jsonlines"}}) == "each"
@@ -220,7 +220,7 @@ def test_the_durable_feed_file_has_each_line_without_a_flush(tmp_path):
 
 def _export(cwd, *args):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
-    return subprocess.run([sys.executable, "-m", "scrapy", "export", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "focuscrawl", "export", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

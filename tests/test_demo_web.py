@@ -357,7 +357,7 @@ def test_scrapy_demo_end_to_end(tmp_path):
         pytest.importorskip(module)
     run_dir = tmp_path / "demo-run"
     proc = subprocess.run(
-        [sys.executable, "-m", "scrapy", "demo", "--dir", str(run_dir), "--budget", "120", "--delay", "0"],
+        [sys.executable, "-m", "focuscrawl", "demo", "--dir", str(run_dir), "--budget", "120", "--delay", "0"],
         capture_output=True, text=True, timeout=240, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

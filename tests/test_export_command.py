@@ -88,11 +88,44 @@ def test_all_pages_from_focus_store_as_json_and_xml(project):
 
 
 def test_outside_a_project_the_default_export_fields_are_used(tmp_path):
+    """Outside a project focuscrawl's commands are the `focuscrawl` command's (never another
+    project's `scrapy`)."""
     fill(tmp_path / "crawl.db")
-    result = scrapy(tmp_path, "-o", "out.jl")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    result = subprocess.run([sys.executable, "-m", "focuscrawl", "export", "-o", "out.jl"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in (tmp_path / "out.jl").read_text().splitlines()]
     assert len(rows) == 3 and all(list(r) == list(PageItem.EXPORT_FIELDS) for r in rows)
+
+
+def test_o_appends_and_capital_o_overwrites_as_scrapys_feeds(project):
+    fill(project / "crawl.db")
+    for _ in range(2):
+        assert scrapy(project, "-o", "out.jsonl").returncode == 0
+    assert len((project / "out.jsonl").read_text().splitlines()) == 6
+    result = scrapy(project, "-O", "out.jsonl")
+    assert result.returncode == 0, result.stderr
+    assert len((project / "out.jsonl").read_text().splitlines()) == 3
+    both = scrapy(project, "-o", "a.jsonl", "-O", "b.jsonl")
+    assert both.returncode == 2 and both.stderr.strip() == "error: use one of -o (append) and -O (overwrite)"
+
+
+def test_file_colon_format_and_standard_output(project):
+    fill(project / "crawl.db")
+    result = scrapy(project, "-O", "pages.txt:csv")
+    assert result.returncode == 0, result.stderr
+    with open(project / "pages.txt", newline="", encoding="utf-8") as fh:
+        assert [r["url"] for r in csv.DictReader(fh)] == ["http://a.test/1", "http://a.test/3", "http://a.test/4"]
+    piped = scrapy(project, "-o", "-")
+    assert piped.returncode == 0, piped.stderr
+    assert [json.loads(line)["url"] for line in piped.stdout.splitlines()] == [
+        "http://a.test/1", "http://a.test/3", "http://a.test/4"]
+    assert piped.stderr.strip() == "wrote 3 pages of crawl 1 to standard output"
+    as_json = scrapy(project, "-o", "-:json")
+    assert [row["url"] for row in json.loads(as_json.stdout)][0] == "http://a.test/1"
+    refused = scrapy(project, "-o", "s3://bucket/pages.jsonl")
+    assert refused.returncode == 2 and "writes a local file or standard output" in refused.stderr
 
 
 @pytest.mark.parametrize(

@@ -262,7 +262,7 @@ def test_a_damaged_link_model_is_a_clear_error(recorded, tmp_path):
 @pytest.mark.slow
 def test_train_command_reports_the_link_model(recorded, tmp_path):
     warc, labels = recorded
-    base = [sys.executable, "-m", "scrapy", "train", str(warc), "--labels", str(labels), "--positive", "course",
+    base = [sys.executable, "-m", "focuscrawl", "train", str(warc), "--labels", str(labels), "--positive", "course",
             "--cv-folds", "3"]
     result = subprocess.run([*base, "-o", "m.joblib"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

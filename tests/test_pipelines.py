@@ -46,9 +46,34 @@ def test_duplicates_pipeline_skips_pages_without_text_and_computes_a_missing_has
     pipe = DuplicatesPipeline.from_crawler(crawler)
     assert pipe.process_item(item("http://a/404", text="")).duplicate_of is None
     assert pipe.process_item(item("http://a/500", text="  ")).duplicate_of is None
-    pipe.process_item({"url": "http://a/d1", "text": "short text here"})
-    dup = pipe.process_item({"url": "http://a/d2", "text": "Short  text here"})  # dict item, no content_hash
-    assert dup["duplicate_of"] == "http://a/d1" and dup["duplicate_kind"] == "exact"
+    pipe.process_item(PageItem(url="http://a/d1", final_url="http://a/d1", status=200, text="short text here"))
+    dup = pipe.process_item(PageItem(url="http://a/d2", final_url="http://a/d2", status=200,
+                                     text="Short  text here"))  # no content_hash
+    assert dup.duplicate_of == "http://a/d1" and dup.duplicate_kind == "exact"
+
+
+def test_a_project_spiders_own_items_pass_the_pipelines_untouched(tmp_path):
+    """Under focuscrawl.Addon a project's spider yields its own items: focuscrawl's pipelines
+    neither judge, store nor drop them; its page records are judged, stored and then dropped."""
+    crawler = get_crawler(settings_dict={"JOBDIR": str(tmp_path / "job")})
+    dedup, store, gate = (DuplicatesPipeline.from_crawler(crawler), StorePipeline.from_crawler(crawler),
+                          RelevantItemsPipeline.from_crawler(crawler))
+    store.open_spider()
+    own = {"url": "http://a/1", "text": BODY, "name": "a product"}
+    for pipe in (dedup, store, gate):
+        assert pipe.process_item(own) is own
+    assert own == {"url": "http://a/1", "text": BODY, "name": "a product"}
+    record = item("http://a/1")
+    record.record_only = True
+    for pipe in (dedup, store):
+        assert pipe.process_item(record) is record
+    with pytest.raises(DropItem) as dropped:
+        gate.process_item(record)
+    assert dropped.value.log_level == "DEBUG"
+    store.close_spider()
+    with CrawlStore(tmp_path / "job" / "crawl.db", create=False) as db:
+        assert [(p["url"], p["relevant"]) for p in db.iter_pages()] == [("http://a/1", 1)]
+    assert crawler.stats.get_value("focus/items/page_records") == 1
 
 
 def test_duplicates_pipeline_reads_its_settings():
@@ -81,7 +106,7 @@ def test_store_pipeline_stores_everything_at_the_resolved_path(tmp_path):
     pipe.open_spider()
     pipe.process_item(item("http://a/1"))
     pipe.process_item(item("http://a/2", relevant=False, duplicate_of="http://a/1", duplicate_kind="exact"))
-    pipe.process_item({"status": 200})  # no url: logged and skipped, not a crash
+    pipe.process_item(PageItem(url=None, final_url="", status=200))  # no url: logged and skipped, not a crash
     pipe.close_spider()
     with CrawlStore(tmp_path / "job" / "crawl.db", create=False) as store:
         pages = list(store.iter_pages())
@@ -117,6 +142,7 @@ CRAWL_SCRIPT = textwrap.dedent(
     import scrapy
     from scrapy.crawler import CrawlerProcess
     from focuscrawl import settings as project
+    from focuscrawl.addon import COMPONENTS
     from focuscrawl.dedup import content_hash
     from focuscrawl.items import PageItem
 
@@ -143,7 +169,7 @@ CRAWL_SCRIPT = textwrap.dedent(
 
     out, jobdir, stats_path = sys.argv[1:4]
     process = CrawlerProcess({
-        "ITEM_PIPELINES": project.ITEM_PIPELINES,
+        "ITEM_PIPELINES": COMPONENTS["ITEM_PIPELINES"],
         "FEED_EXPORT_FIELDS": project.FEED_EXPORT_FIELDS,
         "FEED_EXPORT_ENCODING": "utf-8",
         "FEEDS": {out: {"format": "jsonlines", "overwrite": True}},

@@ -707,3 +707,38 @@ def test_the_per_page_bounds_come_from_the_settings():
     for i in range(120):
         scheduler.learner.observe(f"http://h0.test/p{i}.html", "http://h0.test/", None, 0.1, False)
     assert len(scheduler.learner.nodes) <= 50 and "http://h0.test/p119.html" in scheduler.learner.nodes
+
+
+def test_a_spent_budget_closes_the_crawl_as_focus_budget_with_scrapys_scheduler_stats():
+    """The crawl's end is named as Scrapy's own limits name theirs, and tools that read Scrapy's
+    scheduler/enqueued and scheduler/dequeued find them."""
+    from scrapy.exceptions import CloseSpider
+
+    scheduler = make_scheduler(FOCUS_BUDGET=2, DOWNLOAD_DELAY=0)
+    spider = scheduler.spider
+    for i in range(4):
+        assert scheduler.enqueue_request(Request(f"http://h{i}.test/", callback=spider.parse))
+    scheduler._on_spider_idle()  # budget not spent: nothing to say
+    released = [scheduler.next_request() for _ in range(3)]
+    assert released[2] is None and all(released[:2])
+    stats = scheduler.stats.get_stats()
+    assert (stats["scheduler/enqueued"], stats["scheduler/dequeued"]) == (4, 2)
+    with pytest.raises(CloseSpider) as closed:
+        scheduler._on_spider_idle()
+    assert closed.value.reason == "focus_budget"
+
+
+def test_a_project_spiders_topic_model_reaches_the_learner_by_its_signal():
+    """Under focuscrawl.Addon the topic model is the spider middleware's, announced when the spider
+    opens (the scheduler is open by then): the learner starts from its link model as it would
+    from the focused spider's."""
+    from focuscrawl import signals as focus_signals
+
+    scheduler = opened()
+    try:
+        assert not scheduler.learner.learn_words  # by default the links' words are a link model's
+        model = SimpleNamespace(link_pipeline=None, learner_priors=None)  # a topic model without one
+        scheduler.crawler.signals.send_catch_log(focus_signals.topic_model, model=model)
+        assert scheduler.learner.learn_words  # so the learner learns the words itself
+    finally:
+        scheduler.close("finished")

@@ -52,7 +52,7 @@ def test_round_trip_keeps_every_field_in_fetch_order(tmp_path):
         pages = list(store.iter_pages())
         assert store.meta()["schema_version"] == str(SCHEMA_VERSION)
     # every PageItem field is a column but the links, which go to the links table
-    assert set(FIELDS) == {f.name for f in dataclasses.fields(PageItem)} - {"links", "restored", "exported"}
+    assert set(FIELDS) == {f.name for f in dataclasses.fields(PageItem)} - {"links", "restored", "exported", "record_only"}
     assert pages == [{k: v for k, v in dataclasses.asdict(item).items() if k in FIELDS} for item in items]
     assert all(list(p) == list(FIELDS) for p in pages)
     assert pages[0]["relevant"] is True and pages[1]["relevant"] is False

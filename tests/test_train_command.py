@@ -46,7 +46,8 @@ def write_warc(path: Path, pages: list[dict]) -> Path:
 
 def scrapy(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "SCRAPY_SETTINGS_MODULE"}
-    return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=cwd, env=env,
+    # outside a project focuscrawl's commands are the `focuscrawl` command's
+    return subprocess.run([sys.executable, "-m", "focuscrawl", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -9,17 +9,31 @@ from __future__ import annotations
 import sys
 
 from scrapy import signals
+from scrapy.commands import ScrapyHelpFormatter
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from focuscrawl import preflight
 from focuscrawl.rendering.service import ERROR_STAT
 from focuscrawl.rendering.service import FINISH_REASON as RENDER_SERVICE_NOT_SPLASH
+from focuscrawl.spiders.focused import arguments_help
 
 #: finish reasons that are a configuration found wrong while crawling
 CONFIGURATION_REASONS = frozenset({RENDER_SERVICE_NOT_SPLASH})
 
 
+class _EpilogAsWritten(ScrapyHelpFormatter):
+    """Scrapy's help, with the spider's arguments laid out as written (one a line)."""
+
+    def _fill_text(self, text, width, indent):
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
 class Command(ScrapyCrawlCommand):
+    def add_options(self, parser) -> None:
+        super().add_options(parser)
+        parser.epilog = arguments_help()
+        parser.formatter_class = _EpilogAsWritten
+
     def run(self, args, opts):
         if args and args[0] == "focused":
             errors = preflight.run(opts.spargs, self.settings)

@@ -36,7 +36,7 @@ class Command(FocusCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return ("-o FILE [--store PATH] [--crawl ID] [--min-score S] [--all] | --crawls | "
+        return ("-o|-O FILE[:FORMAT] [--store PATH] [--crawl ID] [--min-score S] [--all] | --crawls | "
                 "--plot FILE.png [--plot-x requests|seconds] | --labels [-o FILE.tsv] [--crawl ID] [--label-history]")
 
     def short_desc(self) -> str:
@@ -44,9 +44,11 @@ class Command(FocusCommand):
 
     def long_desc(self) -> str:
         return (
-            "Write the relevant, non-duplicate pages of one crawl in the crawl store to FILE, in "
-            "the format its extension names (.jsonl/.jl JSON lines, .json, .csv, .xml), with the "
-            "fields in FEED_EXPORT_FIELDS. A store may hold several crawls: the latest is exported "
+            "Write the relevant, non-duplicate pages of one crawl in the crawl store to FILE, as "
+            "Scrapy's feeds do: -o appends to FILE, -O overwrites it, - is standard output (JSON "
+            "lines unless -:FORMAT names another), and "
+            "the format is the one its extension names (.jsonl/.jl JSON lines, .json, .csv, .xml) "
+            "or FILE:FORMAT gives; the fields are FEED_EXPORT_FIELDS. A store may hold several crawls: the latest is exported "
             "unless --crawl names another; --crawls lists them. The store is found as the crawl "
             "finds it: --store, else FOCUS_STORE, else JOBDIR/crawl.db, else ./crawl.db. --plot "
             "draws the crawl's harvest curve (relevant pages found against pages fetched, or "
@@ -57,7 +59,11 @@ class Command(FocusCommand):
 
     def add_options(self, parser) -> None:
         super().add_options(parser)
-        parser.add_argument("-o", "--output", metavar="FILE", help="the file to write (its extension picks the format)")
+        parser.add_argument("-o", "--output", metavar="FILE", action="append",
+                            help="append the pages to FILE (- for standard output); its extension, or "
+                                 ":FORMAT after it, picks the format")
+        parser.add_argument("-O", "--overwrite-output", metavar="FILE", action="append",
+                            help="write the pages to FILE, replacing it (written beside it, then moved into place)")
         parser.add_argument("--store", metavar="PATH", action="append",
                             help="the crawl store (default FOCUS_STORE, JOBDIR/crawl.db or ./crawl.db); given several "
                                  "times, the stores of the workers of one shared crawl, exported together")
@@ -80,6 +86,13 @@ class Command(FocusCommand):
     def execute(self, args: list[str], opts) -> None:
         if args:
             raise CommandError(f"unexpected argument(s): {' '.join(args)} (the output file goes after -o)")
+        if opts.output and opts.overwrite_output:
+            raise CommandError("use one of -o (append) and -O (overwrite)")
+        overwrite = bool(opts.overwrite_output)
+        outputs = opts.overwrite_output or opts.output or []
+        if len(outputs) > 1:
+            raise CommandError("one output file at a time")
+        opts.output = outputs[0] if outputs else None
         stores = opts.store or [resolve_store_path(self.config())]
         path = stores[0]
         if opts.labels or opts.label_history:
@@ -100,9 +113,9 @@ class Command(FocusCommand):
             if not opts.output:
                 return
         if not opts.output:
-            raise CommandError("no output file: use -o FILE (e.g. -o pages.jsonl)")
-        output = opts.output
-        exporter_cls = self._exporter_for(output)
+            raise CommandError("no output file: use -o FILE (e.g. -o pages.jsonl) or -O FILE to overwrite it")
+        output, exporter_cls = self._feed(opts.output)
+        output = _Output(output, overwrite)
         min_score = self._parse_score(opts.min_score)
         wanted = self._parse_crawl(opts.crawl)
         for store_path in stores:
@@ -123,9 +136,9 @@ class Command(FocusCommand):
         except StoreError as exc:
             raise CommandError(str(exc)) from None
         held = f" (the store holds {others} other crawl{'s' if others != 1 else ''}: --crawls)" if others else ""
-        print(f"wrote {written} page{'s' if written != 1 else ''} of crawl {crawl} to {output}{held}")
+        output.report(f"wrote {written} page{'s' if written != 1 else ''} of crawl {crawl} to {output}{held}")
 
-    def _export_shared(self, stores: list[str], output: str, exporter_cls, fields, min_score, everything: bool) -> None:
+    def _export_shared(self, stores: list[str], output: _Output, exporter_cls, fields, min_score, everything: bool) -> None:
         """The latest crawl of each store (one worker's part of a shared crawl each), as one: a page
         two workers both fetched (a lease that ran out while its fetch went on) is written once."""
         seen_urls: set[str] = set()
@@ -150,7 +163,8 @@ class Command(FocusCommand):
             written = self._write(output, exporter_cls, fields, pages())
         except StoreError as exc:
             raise CommandError(str(exc)) from None
-        print(f"wrote {written} page{'s' if written != 1 else ''} of {len(stores)} stores ({', '.join(crawls)}) to {output}")
+        output.report(f"wrote {written} page{'s' if written != 1 else ''} of {len(stores)} stores "
+                      f"({', '.join(crawls)}) to {output}")
 
     def _plot(self, path: str, wanted: int | None, output: str, x: str) -> None:
         """The crawl's harvest curve from the store (its pages in fetch order) as a figure file."""
@@ -225,7 +239,7 @@ class Command(FocusCommand):
             writer.writeheader()
             writer.writerows(rows)
 
-        if not output:
+        if not output or output == "-":
             write(sys.stdout)
             return
         with _written_in_place(output, "w", encoding="utf-8", newline="") as handle:
@@ -248,14 +262,28 @@ class Command(FocusCommand):
             print(f"{crawl['id']:>5}  {crawl['started_at']:<25}  {ended:<25}  {crawl['pages']:>7}  "
                   f"{crawl['relevant']:>8}  {crawl['model'] or '-'}")
 
-    def _exporter_for(self, output: str):
+    def _feed(self, argument: str):
+        """(path or "-", exporter class) of an output as Scrapy's -o reads one: FILE whose extension
+        names the format, FILE:FORMAT, or - (standard output, with :FORMAT)."""
         formats = {name: cls for name, cls in self.settings.getwithbase("FEED_EXPORTERS").items() if cls}
-        fmt = Path(output).suffix.lstrip(".").lower()
+        path, fmt = argument, Path(argument).suffix.lstrip(".").lower()
+        head, sep, tail = argument.rpartition(":")
+        if sep and tail in formats:
+            path, fmt = head, tail
+        if path == "-" and not sep:
+            fmt = "jsonlines"  # standard output, no format named: a line per page, for a pipe
+        if path.startswith("file://"):
+            path = path[len("file://"):]
+        elif path == "stdout:":
+            path = "-"
+        elif "://" in path:
+            raise CommandError(f"{path}: scrapy export writes a local file or standard output (-)")
         if fmt not in formats:
             known = ", ".join(f".{name}" for name in sorted(formats) if name != "jsonlines")
             shown = f"'.{fmt}'" if fmt else "no extension"
-            raise CommandError(f"cannot tell the output format from {output} ({shown}); use one of {known}")
-        return load_object(formats[fmt])
+            raise CommandError(f"cannot tell the output format from {argument} ({shown}); use one of {known}, "
+                               f"or FILE:FORMAT")
+        return path, load_object(formats[fmt])
 
     @staticmethod
     def _parse_score(raw: str | None) -> float | None:
@@ -278,11 +306,12 @@ class Command(FocusCommand):
                 fields = list(fields) + [f for f in ALL_EXTRA_FIELDS if f not in fields]
         return fields
 
-    def _write(self, output: str, exporter_cls, fields, pages) -> int:
-        """Export into a temporary file beside ``output`` and move it into place, so a failed
-        export never leaves a truncated file where a good one was."""
+    def _write(self, output: _Output, exporter_cls, fields, pages) -> int:
+        """Export to standard output, to the end of a file (-o), or into a temporary file beside
+        it moved into place (-O), so a failed export never leaves a truncated file where a good
+        one was."""
         written = 0
-        with _written_in_place(output, "wb") as fh:
+        with output.open() as fh:
             exporter = exporter_cls(
                 fh,
                 fields_to_export=fields,
@@ -295,6 +324,37 @@ class Command(FocusCommand):
                 written += 1
             exporter.finish_exporting()
         return written
+
+
+class _Output:
+    """Where the pages go: a file, appended to (-o) or replaced (-O), or standard output (-)."""
+
+    def __init__(self, path: str, overwrite: bool) -> None:
+        self.path, self.overwrite = path, overwrite
+
+    def __str__(self) -> str:
+        return "standard output" if self.path == "-" else self.path
+
+    @contextmanager
+    def open(self):
+        if self.path == "-":
+            yield sys.stdout.buffer
+            sys.stdout.buffer.flush()
+        elif self.overwrite:
+            with _written_in_place(self.path, "wb") as handle:
+                yield handle
+        else:
+            target = Path(self.path)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with open(target, "ab") as handle:
+                    yield handle
+            except OSError as exc:
+                raise CommandError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def report(self, line: str) -> None:
+        """What was written, where the pages are not (standard error when they are on stdout)."""
+        print(line, file=sys.stderr if self.path == "-" else sys.stdout)
 
 
 @contextmanager

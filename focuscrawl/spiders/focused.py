@@ -20,7 +20,6 @@ from scrapy.spidermiddlewares.httperror import HttpError
 
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import DOCUMENT_EXTENSIONS, FocusConfig
-from focuscrawl.dedup import content_hash
 from focuscrawl.items import PageItem
 from focuscrawl.meta import (
     DEPTH,
@@ -48,6 +47,7 @@ from focuscrawl.rendering.health import RenderHealth
 from focuscrawl.rendering.requests import is_render, page_url
 from focuscrawl.urls import canonicalize, extension, host_key
 from focuscrawl.relevance import ModelError, TopicModel
+from focuscrawl.relevance.judge import PageJudge
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +81,32 @@ def read_seeds(seeds: str) -> list[str]:
     return urls
 
 
+#: The spider's arguments, as ``scrapy crawl -h`` shows them.
+ARGUMENTS = (
+    ("seeds=FILE|URL[,URL...]", "where the crawl starts: a file of URLs (one a line, '#' comments) or "
+                                "URLs separated by commas (required)"),
+    ("model=PATH", "the topic model (joblib) made by `scrapy train`; default: the FOCUS_MODEL setting"),
+    ("threshold=S", "pages scoring at least S are relevant items; default: FOCUS_RELEVANCE_THRESHOLD (0.5)"),
+)
+SETTINGS_HELP = ("Settings (-s NAME=VALUE): FOCUS_BUDGET (requests; 0: no limit), FOCUS_STORE, FOCUS_CRAWL_LOG, "
+                 "FOCUS_STRATEGY, ...; `scrapy settings --get NAME` prints one's value, README.md lists "
+                 "them all; Scrapy's DOWNLOAD_DELAY, ROBOTSTXT_OBEY, USER_AGENT, JOBDIR apply too.")
+
+
+def arguments_help() -> str:
+    """The spider's arguments and where its settings are, for ``scrapy crawl -h``."""
+    import textwrap
+
+    lines = ["The focused spider (scrapy crawl focused -a NAME=VALUE ...):"]
+    for name, text in ARGUMENTS:
+        lines += [f"  {name}", *textwrap.wrap(text, 76, initial_indent=" " * 6, subsequent_indent=" " * 6)]
+    return "\n".join([*lines, "", *textwrap.wrap(SETTINGS_HELP, 80)])
+
+
 class FocusedSpider(scrapy.Spider):
     name = "focused"
+    #: scores its pages and writes its links' records itself (the add-on's FocusPages stays off)
+    scores_pages = True
 
     def __init__(self, seeds: str = "", model: str | None = None, threshold: str | None = None, **kwargs):
         super().__init__(**kwargs)
@@ -103,6 +127,7 @@ class FocusedSpider(scrapy.Spider):
         reward = config.reward_threshold
         spider.reward_threshold = spider.model.even_odds_score if reward is None else reward
         spider.link_evidence = config.link_evidence
+        spider.judge = PageJudge(spider.model, spider.threshold, spider.reward_threshold, spider.link_evidence)
         spider.sitemap_max_urls = config.sitemap_max_urls
         spider.follow_feeds = config.follow_feeds
         spider.feed_max_entries = config.feed_max_entries
@@ -247,17 +272,11 @@ class FocusedSpider(scrapy.Spider):
                 if render is not None:
                     yield render
                     return
-            header_noindex, header_nofollow = _x_robots_tag(response, self.settings.get("ROBOTSTXT_USER_AGENT"))
+            header_noindex, header_nofollow = x_robots_tag(response, self.settings.get("ROBOTSTXT_USER_AGENT"))
             noindex, nofollow = parsed.noindex or header_noindex, parsed.nofollow or header_nofollow
             # a page is judged by its words and by the link that led to it (FOCUS_LINK_EVIDENCE): the
             # item's relevance, the learner's hit and the parent score of its links all follow
-            page.page_score = self.model.score(parsed.title, parsed.text)
-            page.link_score = came_by.link_score
-            page.score = self.model.with_link_evidence(page.page_score, page.link_score, self.link_evidence)
-            page.relevant = page.score >= self.threshold and not noindex
-            hit = page.score >= self.reward_threshold and not noindex
-            found_probability = round(self.model.probability(page.score), 4)
-            page.content_hash = content_hash(parsed.text)
+            hit, found_probability = self.judge.judge(page, parsed.title, parsed.text, came_by.link_score, noindex)
             if revisit is not None and self._unchanged_revisit(response, "page", page.content_hash):
                 return
             if noindex:
@@ -409,7 +428,7 @@ class FocusedSpider(scrapy.Spider):
         )
 
 
-def _x_robots_tag(response, agent: str | None) -> tuple[bool, bool]:
+def x_robots_tag(response, agent: str | None) -> tuple[bool, bool]:
     """(noindex, nofollow) from X-Robots-Tag headers: ``noindex``, ``nofollow``, ``none``, either
     for every crawler or prefixed with a user-agent token (``focuscrawl: noindex``)."""
     noindex = nofollow = False
@@ -466,4 +485,4 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-__all__ = ["FocusedSpider", "ModelError", "SeedsError", "read_seeds"]
+__all__ = ["FocusedSpider", "ModelError", "SeedsError", "read_seeds", "x_robots_tag"]

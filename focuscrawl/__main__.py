@@ -1,0 +1,5 @@
+"""``python -m focuscrawl``: the ``focuscrawl`` command."""
+
+from focuscrawl.cli import main
+
+main()

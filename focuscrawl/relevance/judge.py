@@ -1,0 +1,36 @@
+"""``PageJudge``: how a fetched page is judged, the one place both the ``focused`` spider and the
+add-on's ``FocusPages`` (a project's own spider) take it from.
+
+A page is judged by its words and by the link that led to it (FOCUS_LINK_EVIDENCE): the item's
+relevance (FOCUS_RELEVANCE_THRESHOLD), the learner's hit (FOCUS_REWARD_THRESHOLD; by default the
+model's even-odds score) and the parent score of its links all follow from that one score. A page
+marked ``noindex`` is neither relevant nor a hit.
+"""
+
+from __future__ import annotations
+
+from focuscrawl.dedup import content_hash
+
+
+class PageJudge:
+    def __init__(self, model, threshold: float, reward_threshold: float | None, link_evidence: float) -> None:
+        self.model = model
+        self.threshold = threshold
+        self.reward_threshold = model.even_odds_score if reward_threshold is None else reward_threshold
+        self.link_evidence = link_evidence
+
+    @classmethod
+    def from_config(cls, model, config, threshold: float | None = None) -> PageJudge:
+        return cls(model, config.relevance_threshold if threshold is None else threshold,
+                   config.reward_threshold, config.link_evidence)
+
+    def judge(self, page, title: str, text: str, link_score: float | None, noindex: bool) -> tuple[bool, float]:
+        """Sets the page's scores, relevance and content hash; returns (hit, the probability that it is
+        on topic: the parent score of its links)."""
+        page.page_score = self.model.score(title, text)
+        page.link_score = link_score
+        page.score = self.model.with_link_evidence(page.page_score, page.link_score, self.link_evidence)
+        page.relevant = page.score >= self.threshold and not noindex
+        hit = page.score >= self.reward_threshold and not noindex
+        page.content_hash = content_hash(text)
+        return hit, round(self.model.probability(page.score), 4)
