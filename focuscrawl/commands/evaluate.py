@@ -31,6 +31,7 @@ from focuscrawl.replay.linkgraph import LinkGraph, SamePage, load_aliases
 from focuscrawl.replay.metrics import (
     Relevance,
     counted_requests,
+    crawl_seconds,
     found_curve,
     load_labels,
     reachable_relevant,
@@ -69,10 +70,12 @@ def evaluate_logs(logs: list[list[dict]], graph: LinkGraph, relevance: Relevance
         "crawlers": crawlers,
     }
     per_minute = [relevant_per_minute(log, relevance, budget) for log in logs]
+    seconds = [crawl_seconds(log, budget) for log in logs]
     crawlers["focuscrawl"]["per_minute"] = sum(per_minute) / len(per_minute)
+    crawlers["focuscrawl"]["seconds"] = sum(seconds) / len(seconds)
     if len(runs) > 1:
-        report["runs"] = [{**score_curve(curve, reach, points), "curve": curve, "per_minute": rate}
-                          for curve, rate in zip(runs, per_minute)]
+        report["runs"] = [{**score_curve(curve, reach, points), "curve": curve, "per_minute": rate, "seconds": span}
+                          for curve, rate, span in zip(runs, per_minute, seconds)]
     return report
 
 
@@ -89,10 +92,12 @@ def evaluate_strategies(logs: dict[str, list[list[dict]]], graph: LinkGraph, rel
     for name, crawls in logs.items():
         curves = [found_curve(counted_requests(log)[:budget], relevance) for log in crawls]
         rates = [relevant_per_minute(log, relevance, budget) for log in crawls]
+        spans = [crawl_seconds(log, budget) for log in crawls]
         curve = curves[0] if len(curves) == 1 else mean_curve(curves)
         crawlers[STRATEGY_KEY + name] = {**score_curve(curve, reach, points), "curve": curve,
-                                         "per_minute": sum(rates) / len(rates)}
-        each[name] = [{**score_curve(c, reach, points), "curve": c, "per_minute": r} for c, r in zip(curves, rates)]
+                                         "per_minute": sum(rates) / len(rates), "seconds": sum(spans) / len(spans)}
+        each[name] = [{**score_curve(c, reach, points), "curve": c, "per_minute": r, "seconds": t}
+                      for c, r, t in zip(curves, rates, spans)]
     for name in BASELINES:
         crawlers[name] = {**score_curve(baselines[name], reach, points), "curve": baselines[name]}
     report = {
