@@ -89,9 +89,10 @@ def evaluate_command(web: webs.Web, topic: webs.Topic, model: Path, seeds: Path,
 
 
 def evaluate_topic(web: webs.Web, topic: webs.Topic, strategies, runs: int, workdir: Path, settings=(),
-                   log=print) -> dict:
-    """One topic's ``scrapy evaluate`` report (its JSON); RuntimeError with the reason if it fails."""
-    model = webs.train_model(web, topic)
+                   model: Path | None = None) -> dict:
+    """One topic's ``scrapy evaluate`` report (its JSON), with ``model`` (default: the topic's model
+    trained from the web's example pages); RuntimeError with the reason if it fails."""
+    model = model or webs.train_model(web, topic)
     seeds = workdir / f"{web.name}-seeds.txt"
     seeds.write_text("".join(f"{s}\n" for s in web.seeds), encoding="utf-8")
     output = workdir / f"{web.name}-{topic.name}.json"

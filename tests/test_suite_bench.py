@@ -191,3 +191,18 @@ def test_the_evaluate_command_is_the_users_with_the_webs_budget(tmp_path):
     text = " ".join(argv)
     assert "--budget 300" in text and "--strategies learned,bfs" in text and "--runs 2" in text
     assert "--positive astronomy" in text and "-s FOCUS_X=1" in text and "--aliases" not in text
+
+
+@pytest.mark.slow
+def test_a_tiny_suite_crawls_through_scrapy_evaluate_and_tables_every_crawl(demo_web, demo_files, demo_model,
+                                                                             tmp_path):
+    web = suite.webs.Web(name="tiny", warc=demo_files["warc"], labels=demo_files["labels"], aliases=None,
+                         seeds=tuple(demo_web.seeds), train_hosts="x", topics=(suite.webs.DEMO_TOPIC,), budget=30)
+    report = suite.evaluate_topic(web, web.topics[0], ["learned", "bfs"], 1, tmp_path, model=demo_model)
+    rows = suite.rows_of_report("tiny", "astronomy", report)
+    assert [r["crawler"] for r in rows] == ["learned", "bfs", "sim-bfs", "sim-oracle"]
+    learned = rows[0]
+    assert 0 < learned["requests"] <= 30 and set(learned["harvest"]) == {"30"}
+    assert learned["seconds"] > 0 and learned["relevant_per_minute"] >= 0
+    table = suite.format_table(rows)
+    assert table.splitlines()[3].startswith("tiny/astronomy") and "learned / best peer" in table
