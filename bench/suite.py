@@ -4,12 +4,13 @@
 [--strategies learned,bestfirst,shark,bfs] [-o report.json] [--peer-results FILE.json ...]
 [-s NAME=VALUE ...]``
 
-For each web of the catalogue (``bench/webs.py``) this machine has, and each of its topics, it runs
-``scrapy evaluate`` once, as a user would: the web's WARC served by the replay proxy, ``--runs``
-crawls with each ordering strategy (``FOCUS_STRATEGY``), each with the topic model trained from the
-training hosts' example pages only, scored from the server's log (focuscrawl/replay/metrics.py).
-The simulated breadth-first and oracle crawls come from the same report. A web that is absent is
-skipped with its reason; a topic whose evaluation fails is reported and the others go on.
+For each web of the catalogue (``bench/webs.py``) this machine has, and each of its topics, it does
+what ``scrapy evaluate --strategies ... --runs K`` does, with evaluate's own code: ``--runs`` crawls
+with each ordering strategy (``FOCUS_STRATEGY``), each through a fresh replay of the web's WARC and
+with the topic model trained from the training hosts' example pages only, scored from the replay
+server's log (focuscrawl/replay/metrics.py) beside the simulated breadth-first and oracle crawls.
+Only the web's link graph is built once for all its topics. A web that is absent is skipped with
+its reason; a topic whose crawl fails is reported and the others go on.
 
 It prints one table: a row per web/topic; for each crawler its recall at the web's budget (the mean
 over runs, ± its standard error with several runs), harvest@100, @500 and @budget, relevant pages
@@ -41,6 +42,7 @@ the same shape (``"peer": "focuscrawl"``) with every row, the simulated baseline
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -63,51 +65,65 @@ LEARNER = "learned"
 SIMULATED = ("sim-bfs", "sim-oracle")  # evaluate's simulated "bfs" and "oracle", renamed
 HARVEST_AT = (100, 500)  # and the budget
 ROW_KEYS = ("web", "topic", "crawler", "run", "requests", "recall", "harvest", "relevant_per_minute", "seconds")
-EVALUATE_TIMEOUT = 3 * 3600  # seconds: one topic's crawls; a hung crawl must not hang the suite
 
 
 class SuiteError(Exception):
     """Bad input: one ``error:`` line, exit 2."""
 
 
-# --- running scrapy evaluate ------------------------------------------------------------------
+# --- crawling: scrapy evaluate's own parts ---------------------------------------------------
 
 
-def evaluate_command(web: webs.Web, topic: webs.Topic, model: Path, seeds: Path, strategies, runs: int,
-                     output: Path, settings=(), random_runs: int = 1) -> list[str]:
-    """The ``scrapy evaluate`` argv of one topic. The simulated random crawl is not in the table,
-    so one run of it is enough (``--random-runs``; ten cost minutes on the bigger webs)."""
-    argv = [sys.executable, "-m", "scrapy", "evaluate", str(web.warc), "--labels", str(web.labels),
-            "--positive", ",".join(topic.positive), "--seeds", str(seeds), "--model", str(model),
-            "--budget", str(web.budget), "--strategies", ",".join(strategies), "--runs", str(runs),
-            "--random-runs", str(random_runs), "-o", str(output)]
-    if web.aliases is not None and web.aliases.is_file():
-        argv += ["--aliases", str(web.aliases)]
-    for item in settings:
-        argv += ["-s", item]
-    return argv
+def evaluate_web(web: webs.Web, topics, strategies, runs: int, workdir: Path, settings=(), models=None):
+    """``scrapy evaluate --strategies ... --runs ...`` of each topic of ``web``, yielding
+    (topic, its report) or (topic, the reason it failed). It is evaluate's code (every crawl
+    through a fresh replay by ``crawl_replay``, scored by ``evaluate_strategies``), with the web's
+    link graph built once for all its topics rather than once a topic (a minute on WebKB).
+    ``models`` maps a topic's name to its model (default: trained from the web's example pages).
+    Each topic's report and evaluate's table and output go to ``workdir``."""
+    from focuscrawl.commandbase import CommandError
+    from focuscrawl.commands.evaluate import crawl_replay, evaluate_strategies, format_table as evaluate_table
+    from focuscrawl.commands.replay import load_web
+    from focuscrawl.replay.linkgraph import LinkGraph, SamePage, load_aliases
+    from focuscrawl.replay.metrics import Relevance, load_labels
 
-
-def evaluate_topic(web: webs.Web, topic: webs.Topic, strategies, runs: int, workdir: Path, settings=(),
-                   model: Path | None = None) -> dict:
-    """One topic's ``scrapy evaluate`` report (its JSON), with ``model`` (default: the topic's model
-    trained from the web's example pages); RuntimeError with the reason if it fails."""
-    model = model or webs.train_model(web, topic)
+    began = time.monotonic()
+    recorded = load_web([str(web.warc)])
+    graph = LinkGraph.from_web(recorded)
+    aliases = load_aliases(web.aliases) if web.aliases is not None and web.aliases.is_file() else []
+    same_page = SamePage.for_graph(graph, aliases)
+    labels = load_labels(web.labels)
+    graph_seconds = time.monotonic() - began
     seeds = workdir / f"{web.name}-seeds.txt"
     seeds.write_text("".join(f"{s}\n" for s in web.seeds), encoding="utf-8")
-    output = workdir / f"{web.name}-{topic.name}.json"
-    argv = evaluate_command(web, topic, model, seeds, strategies, runs, output, settings)
-    transcript = workdir / f"{web.name}-{topic.name}.log"
-    with transcript.open("w", encoding="utf-8") as out:
+    for topic in topics:
+        transcript = workdir / f"{web.name}-{topic.name}.log"
         try:
-            done = subprocess.run(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=EVALUATE_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"scrapy evaluate took over {EVALUATE_TIMEOUT} s; its output is in {transcript}")
-    if done.returncode != 0 or not output.is_file():
-        lines = [ln for ln in transcript.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
-        raise RuntimeError(f"scrapy evaluate failed (exit {done.returncode}): "
-                           f"{lines[-1] if lines else 'no output'}; full output in {transcript}")
-    return json.loads(output.read_text(encoding="utf-8"))
+            model = (models or {}).get(topic.name) or webs.train_model(web, topic)
+            relevance = Relevance(labels, topic.positive, same_page)
+            walls = []
+            with transcript.open("w", encoding="utf-8") as out, contextlib.redirect_stdout(out):
+                logs = {name: [] for name in strategies}
+                for name in strategies:
+                    for run in range(1, runs + 1):
+                        began = time.monotonic()
+                        logs[name].append(crawl_replay(recorded, str(seeds), str(model), web.budget,
+                                                       [*settings, f"FOCUS_STRATEGY={name}"],
+                                                       which=f" (FOCUS_STRATEGY={name}, crawl {run} of {runs})"))
+                        walls.append(time.monotonic() - began)
+                began = time.monotonic()
+                report = evaluate_strategies(logs, graph, relevance, list(web.seeds), web.budget, random_runs=1)
+                scoring = time.monotonic() - began
+                print(evaluate_table(report))
+        except (CommandError, RuntimeError) as exc:
+            yield topic, f"{exc} (output in {transcript})"
+            continue
+        (workdir / f"{web.name}-{topic.name}.json").write_text(json.dumps(report) + "\n", encoding="utf-8")
+        # where the time went: the web's graph (with its first topic), each crawl from start to exit
+        # (its requests' span is in the report), scoring with the simulated baselines
+        report["wall_seconds"] = {"graph": graph_seconds, "crawls": walls, "scoring": scoring}
+        graph_seconds = 0.0
+        yield topic, report
 
 
 def harvest_points(budget: int) -> list[int]:
@@ -315,7 +331,8 @@ def format_table(rows: list[dict], strategies=STRATEGIES, learner: str = LEARNER
     head = line("", [f"{TITLES.get(name, name):^{width[name]}}" for name in columns],
                 f"{learner + ' / best peer':<19}")
     sub = line("web/topic", [f"{'recall':<{recall_width}} {'h100':>4} {'h500':>4} {'hB':>4}"
-                             + (f" {'/min':>5}" if rate[name] else "") for name in columns], f"{'ratio':>5} {'peer':<13}")
+                             + (f" {'/min':>5}" if rate[name] else "") for name in columns],
+               f"{'ratio':>5} {'peer':<13}")
     rule = "-" * len(head)
     lines = [head, sub, rule]
     for (web, topic), crawlers in cells.items():
@@ -431,6 +448,8 @@ def run(args) -> int:
     for item in args.set:
         if "=" not in item:
             raise SuiteError(f"-s {item!r}: expected NAME=VALUE")
+        if item.split("=", 1)[0].strip() == "FOCUS_STRATEGY":
+            raise SuiteError("-s FOCUS_STRATEGY: give the strategies in --strategies")
     if args.output and not Path(args.output).resolve().parent.is_dir():
         raise SuiteError(f"cannot write {args.output}: no such directory")
     peers, peer_rows = [], []
@@ -458,22 +477,33 @@ def run(args) -> int:
     workdir = (Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="focus-suite-"))).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     rows, failed, timings = [], {}, {}
+    spent = {"graph": 0.0, "crawls": 0.0, "requests": 0.0, "scoring": 0.0}
     started = time.monotonic()
-    for web, topic in pairs:
-        key = f"{web.name}/{topic.name}"
-        print(f"{key}: {', '.join(strategies)} x {args.runs}, budget {web.budget} ...", flush=True)
-        began = time.monotonic()
-        try:
-            report = evaluate_topic(web, topic, strategies, args.runs, workdir, args.set)
-        except RuntimeError as exc:
-            failed[key] = str(exc)
-            print(f"{key}: failed, {exc}", flush=True)
+    for web in found.webs:
+        topics = [topic for w, topic in pairs if w.name == web.name]
+        if not topics:
             continue
-        timings[key] = round(time.monotonic() - began, 1)
-        rows += rows_of_report(web.name, topic.name, report)
-        print(f"{key}: done in {timings[key]:.0f} s", flush=True)
-        if args.output:  # after every topic, so a long run that stops leaves what it measured
-            write_output(args, strategies, found, rows + peer_rows, peers, failed, timings, started)
+        print(f"{web.name}: {', '.join(t.name for t in topics)} with {', '.join(strategies)}, "
+              f"{args.runs} run{'s' if args.runs > 1 else ''} each, budget {web.budget} ...", flush=True)
+        began = time.monotonic()
+        for topic, report in evaluate_web(web, topics, strategies, args.runs, workdir, args.set):
+            key = f"{web.name}/{topic.name}"
+            timings[key] = round(time.monotonic() - began, 1)  # the first topic's includes the web's graph
+            began = time.monotonic()
+            if isinstance(report, str):
+                failed[key] = report
+                print(f"{key}: failed, {report}", flush=True)
+                continue
+            topic_rows = rows_of_report(web.name, topic.name, report)
+            rows += topic_rows
+            wall = report["wall_seconds"]
+            spent["graph"] += wall["graph"]
+            spent["crawls"] += sum(wall["crawls"])
+            spent["scoring"] += wall["scoring"]
+            spent["requests"] += sum(row["seconds"] or 0.0 for row in topic_rows)
+            print(f"{key}: done in {timings[key]:.0f} s", flush=True)
+            if args.output:  # after every topic, so a long run that stops leaves what it measured
+                write_output(args, strategies, found, rows + peer_rows, peers, failed, timings, started, spent)
     elapsed = time.monotonic() - started
     everything = rows + peer_rows
     print()
@@ -482,8 +512,12 @@ def run(args) -> int:
     print(f"\n{len(pairs) - len(failed)} of {len(pairs)} topics crawled in {elapsed / 60:.1f} min"
           + (f"; failed: {', '.join(failed)}" if failed else "")
           + (f"; skipped webs: {', '.join(found.skipped)}" if found.skipped else ""))
+    if spent["crawls"]:
+        print(f"where the time went: the webs' link graphs {spent['graph']:.0f} s, the crawls {spent['crawls']:.0f} s "
+              f"(their requests {spent['requests']:.0f} s by the replay server's clock, the rest start-up and "
+              f"wind-down), scoring with the simulated baselines {spent['scoring']:.0f} s")
     if args.output:
-        write_output(args, strategies, found, everything, peers, failed, timings, started)
+        write_output(args, strategies, found, everything, peers, failed, timings, started, spent)
         print(f"report written to {args.output}")
     if failed or args.workdir:
         print(f"each topic's evaluate report and output: {workdir}")
@@ -508,7 +542,7 @@ def show_previous(args, strategies, peers, peer_rows) -> int:
     return 0
 
 
-def write_output(args, strategies, found: webs.Suite, rows, peers, failed, timings, started) -> None:
+def write_output(args, strategies, found: webs.Suite, rows, peers, failed, timings, started, spent=None) -> None:
     report = {
         "peer": "focuscrawl", "version": focuscrawl_version(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -516,7 +550,8 @@ def write_output(args, strategies, found: webs.Suite, rows, peers, failed, timin
         "runs": args.runs, "strategies": strategies, "settings": args.set,
         "budgets": {web.name: web.budget for web in found.webs},
         "skipped": found.skipped, "failed": failed, "peers": peers,
-        "seconds": {"total": round(time.monotonic() - started, 1), "per_topic": timings},
+        "seconds": {"total": round(time.monotonic() - started, 1), "per_topic": timings,
+                    "spent": {key: round(value, 1) for key, value in (spent or {}).items()}},
         "rows": rows, "summary": summary(rows, strategies),
     }
     partial = Path(args.output).with_suffix(".partial")

@@ -148,6 +148,8 @@ def test_bad_peer_results_and_options_are_one_error_line(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: --strategies 'learned,nonesuch'")
     assert suite.main(["--webs", "intranet"]) == 2
     assert capsys.readouterr().err.startswith("error: --webs 'intranet'")
+    assert suite.main(["-s", "FOCUS_STRATEGY=bfs"]) == 2
+    assert capsys.readouterr().err.startswith("error: -s FOCUS_STRATEGY")
 
 
 def test_a_previous_report_is_shown_with_the_peers_without_crawling(tmp_path, capsys):
@@ -182,23 +184,15 @@ def test_topics_are_chosen_by_name_or_web_and_name(tmp_path):
         suite.select(found, ["course"])
 
 
-def test_the_evaluate_command_is_the_users_with_the_webs_budget(tmp_path):
-    web = suite.webs.Web(name="demo", warc=tmp_path / "demo.warc.gz", labels=tmp_path / "labels.tsv", aliases=None,
-                         seeds=("http://a.local/",), train_hosts="x", topics=(suite.webs.DEMO_TOPIC,), budget=300)
-    argv = suite.evaluate_command(web, web.topics[0], tmp_path / "m.joblib", tmp_path / "seeds.txt",
-                                  ["learned", "bfs"], 2, tmp_path / "out.json", ["FOCUS_X=1"])
-    assert argv[1:4] == ["-m", "scrapy", "evaluate"]
-    text = " ".join(argv)
-    assert "--budget 300" in text and "--strategies learned,bfs" in text and "--runs 2" in text
-    assert "--positive astronomy" in text and "-s FOCUS_X=1" in text and "--aliases" not in text
-
-
 @pytest.mark.slow
 def test_a_tiny_suite_crawls_through_scrapy_evaluate_and_tables_every_crawl(demo_web, demo_files, demo_model,
                                                                              tmp_path):
     web = suite.webs.Web(name="tiny", warc=demo_files["warc"], labels=demo_files["labels"], aliases=None,
                          seeds=tuple(demo_web.seeds), train_hosts="x", topics=(suite.webs.DEMO_TOPIC,), budget=30)
-    report = suite.evaluate_topic(web, web.topics[0], ["learned", "bfs"], 1, tmp_path, model=demo_model)
+    (topic, report), = suite.evaluate_web(web, web.topics, ["learned", "bfs"], 1, tmp_path,
+                                          models={"astronomy": demo_model})
+    assert topic.name == "astronomy" and isinstance(report, dict), report
+    assert "FOCUS_STRATEGY=bfs" in (tmp_path / "tiny-astronomy.log").read_text()  # evaluate's output, kept
     rows = suite.rows_of_report("tiny", "astronomy", report)
     assert [r["crawler"] for r in rows] == ["learned", "bfs", "sim-bfs", "sim-oracle"]
     learned = rows[0]
