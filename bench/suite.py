@@ -344,8 +344,8 @@ def format_table(rows: list[dict], strategies=STRATEGIES, learner: str = LEARNER
     lines.append(rule)
     shown = [_cell(m, recall_width, rate[name]) if (m := averaged.get(name)) else f"{'-':^{width[name]}}"
              for name in columns]
-    mean_ratio = sum(r["ratio"] for r in ratio.values()) / len(ratio) if ratio else 0.0
-    lines.append(line("mean over topics", shown, f"{mean_ratio:>5.2f} {'(mean)':<13}"))
+    worst = min(ratio, key=lambda pair: ratio[pair]["ratio"]) if ratio else None
+    lines.append(line("mean over topics", shown, f"{ratio[worst]['ratio']:>5.2f} (worst)" if worst else ""))
     lines.append("")
     runs = sorted({c.runs for crawlers in cells.values() for name, c in crawlers.items() if name not in SIMULATED})
     budgets = budgets_of(rows)
@@ -358,8 +358,7 @@ def format_table(rows: list[dict], strategies=STRATEGIES, learner: str = LEARNER
     if partial:
         lines.append("crawled on fewer topics (their mean is over those): "
                      + ", ".join(f"{name} {n} of {len(cells)}" for name, n in partial.items()) + ".")
-    if ratio:
-        worst = min(ratio, key=lambda pair: ratio[pair]["ratio"])
+    if worst:
         lines.append(f"{learner} / best peer: its recall over the best other crawler's on the topic (our other "
                      f"strategies and the external peers); worst {ratio[worst]['ratio']:.2f} on {'/'.join(worst)} "
                      f"(best peer {ratio[worst]['best_peer']}).")
