@@ -2,7 +2,7 @@
 
 ``python bench/suite.py [--runs K] [--webs webkb,demo,langdocs,tooldocs] [--topics NAME,...]
 [--strategies learned,bestfirst,shark,bfs] [-o report.json] [--peer-results FILE.json ...]
-[-s NAME=VALUE ...]``
+[-s NAME=VALUE ...] [--from report.json]``
 
 For each web of the catalogue (``bench/webs.py``) this machine has, and each of its topics, it does
 what ``scrapy evaluate --strategies ... --runs K`` does, with evaluate's own code: ``--runs`` crawls
@@ -36,7 +36,8 @@ Every crawl is one row, the shape the external peers' scripts write (``bench/pee
 
 A peer results file is ``{"peer": NAME, "version": VERSION, "rows": [ROW, ...]}``; ``-o`` writes
 the same shape (``"peer": "focuscrawl"``) with every row, the simulated baselines (crawler
-``sim-bfs``, ``sim-oracle``) and the summary, so it can be read back as peer results.
+``sim-bfs``, ``sim-oracle``) and the summary, so ``--from`` shows it again (beside any
+``--peer-results``) without crawling.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def evaluate_web(web: webs.Web, topics, strategies, runs: int, workdir: Path, se
     """``scrapy evaluate --strategies ... --runs ...`` of each topic of ``web``, yielding
     (topic, its report) or (topic, the reason it failed). It is evaluate's code (every crawl
     through a fresh replay by ``crawl_replay``, scored by ``evaluate_strategies``), with the web's
-    link graph built once for all its topics rather than once a topic (a minute on WebKB).
+    link graph built once for all its topics rather than once a topic (it parses every recorded
+    page: the costliest step after the crawls).
     ``models`` maps a topic's name to its model (default: trained from the web's example pages).
     Each topic's report and evaluate's table and output go to ``workdir``."""
     from focuscrawl.commandbase import CommandError
