@@ -32,7 +32,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("FOCUS_SHARED", ROOT.parent / "shared"))
+
+
+def _shared() -> Path:
+    """The shared data folder: FOCUS_SHARED, else ``shared`` beside the checkout or beside the
+    folder of worktrees it sits in (/work/main and /work/wt/NAME both find /work/shared)."""
+    if "FOCUS_SHARED" in os.environ:
+        return Path(os.environ["FOCUS_SHARED"])
+    candidates = [ROOT.parent / "shared", ROOT.parent.parent / "shared"]
+    return next((path for path in candidates if path.is_dir()), candidates[0])
+
+
+SHARED = _shared()
 CACHE = Path(os.environ.get("FOCUS_BENCH_CACHE", Path.home() / ".cache" / "focus-bench"))
 BUDGET = 1000
 DEMO_BUDGET = 300  # the demo web is ~630 pages: 1,000 requests would fetch all of it

@@ -20,7 +20,7 @@ from warcio.warcwriter import WARCWriter
 from focuscrawl.commands.evaluate import crawl_command, evaluate_logs, format_table, plot_curves
 from focuscrawl.replay import RecordedWeb, ReplayProxy
 from focuscrawl.replay.linkgraph import LinkGraph, SamePage
-from focuscrawl.replay.metrics import Relevance, relevant_per_minute
+from focuscrawl.replay.metrics import Relevance, crawl_seconds, relevant_per_minute
 
 PROJECT = Path(__file__).resolve().parents[1]
 H = "http://ev.test"
@@ -166,6 +166,10 @@ def test_relevant_pages_per_minute_are_counted_on_the_servers_clock():
     report = evaluate_logs([log], graph, relevance, [f"{H}/"], budget=5, random_runs=2)
     assert report["crawlers"]["focuscrawl"]["per_minute"] == pytest.approx(4.0)
     assert "focuscrawl: 4.0 relevant pages per minute (0.400 per request at 5)" in format_table(report)
+    # the crawl's seconds: the span those figures divide by
+    assert crawl_seconds(log) == pytest.approx(30.0) and crawl_seconds(log, budget=3) == pytest.approx(5.0)
+    assert crawl_seconds([]) == 0.0
+    assert report["crawlers"]["focuscrawl"]["seconds"] == pytest.approx(30.0)
 
 
 def test_a_users_download_delay_wins_over_the_replays_zero():
@@ -338,6 +342,9 @@ def test_several_strategies_are_reported_side_by_side_with_the_baselines(tmp_pat
     assert report["crawlers"]["strategy:bfs"]["curve"] == [0, 0, 0, 0.5, 1, 1]  # the mean of its two crawls
     assert report["crawlers"]["bfs"]["curve"] == [0, 0, 0, 0, 1, 1]  # the simulated baseline, apart
     assert [len(report["runs"][name]) for name in report["strategies"]] == [1, 2]
+    spans = [run["seconds"] for run in report["runs"]["bfs"]]
+    assert all(span >= 0 for span in spans)
+    assert report["crawlers"]["strategy:bfs"]["seconds"] == pytest.approx(sum(spans) / 2)
     table = format_table(report)
     head = [ln for ln in table.splitlines() if ln.lstrip().startswith("N |")][0]
     assert [c.strip() for c in head.split("|")[1:]] == ["bestfirst", "bfs", "BFS (sim)", "random (sim)", "oracle (sim)"]

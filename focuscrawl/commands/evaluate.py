@@ -31,6 +31,7 @@ from focuscrawl.replay.linkgraph import LinkGraph, SamePage, load_aliases
 from focuscrawl.replay.metrics import (
     Relevance,
     counted_requests,
+    crawl_seconds,
     found_curve,
     load_labels,
     reachable_relevant,
@@ -69,10 +70,12 @@ def evaluate_logs(logs: list[list[dict]], graph: LinkGraph, relevance: Relevance
         "crawlers": crawlers,
     }
     per_minute = [relevant_per_minute(log, relevance, budget) for log in logs]
+    seconds = [crawl_seconds(log, budget) for log in logs]
     crawlers["focuscrawl"]["per_minute"] = sum(per_minute) / len(per_minute)
+    crawlers["focuscrawl"]["seconds"] = sum(seconds) / len(seconds)
     if len(runs) > 1:
-        report["runs"] = [{**score_curve(curve, reach, points), "curve": curve, "per_minute": rate}
-                          for curve, rate in zip(runs, per_minute)]
+        report["runs"] = [{**score_curve(curve, reach, points), "curve": curve, "per_minute": rate, "seconds": span}
+                          for curve, rate, span in zip(runs, per_minute, seconds)]
     return report
 
 
@@ -89,10 +92,12 @@ def evaluate_strategies(logs: dict[str, list[list[dict]]], graph: LinkGraph, rel
     for name, crawls in logs.items():
         curves = [found_curve(counted_requests(log)[:budget], relevance) for log in crawls]
         rates = [relevant_per_minute(log, relevance, budget) for log in crawls]
+        spans = [crawl_seconds(log, budget) for log in crawls]
         curve = curves[0] if len(curves) == 1 else mean_curve(curves)
         crawlers[STRATEGY_KEY + name] = {**score_curve(curve, reach, points), "curve": curve,
-                                         "per_minute": sum(rates) / len(rates)}
-        each[name] = [{**score_curve(c, reach, points), "curve": c, "per_minute": r} for c, r in zip(curves, rates)]
+                                         "per_minute": sum(rates) / len(rates), "seconds": sum(spans) / len(spans)}
+        each[name] = [{**score_curve(c, reach, points), "curve": c, "per_minute": r, "seconds": t}
+                      for c, r, t in zip(curves, rates, spans)]
     for name in BASELINES:
         crawlers[name] = {**score_curve(baselines[name], reach, points), "curve": baselines[name]}
     report = {
@@ -373,27 +378,35 @@ class Command(FocusCommand):
 
     @staticmethod
     def _crawl(web, opts, budget: int, which: str, settings: list[str] = ()) -> list[dict]:
-        """One ``scrapy crawl focused`` through a fresh replay of ``web`` (``settings`` after the
-        user's): the server's log."""
-        workdir = Path(tempfile.mkdtemp(prefix="focuscrawl-evaluate-"))
-        server_log = workdir / "server.jsonl"
-        crawl_log = workdir / "crawl.log"
-        proxy = start_proxy(web, log_path=str(server_log), latency_ms=opts.latency_ms)
-        print(f"replaying {len(web)} responses at {proxy.url}; crawling with a budget of {budget} requests{which}...",
-              flush=True)
-        argv = crawl_command(opts.seeds, opts.model, budget, str(workdir / "crawl.db"), [*opts.set, *settings])
-        try:
-            with crawl_log.open("w", encoding="utf-8") as out:
-                result = subprocess.run(argv, env=proxy.crawl_env(settings_module=os.environ.get("SCRAPY_SETTINGS_MODULE", "focuscrawl.settings")), stdout=out, stderr=subprocess.STDOUT)
-        except KeyboardInterrupt:
-            raise CommandError(f"interrupted; the crawl's output is in {crawl_log}") from None
-        finally:
-            proxy.stop()
-        if result.returncode != 0:
-            tail = [ln for ln in crawl_log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()][-1:]
-            raise CommandError(f"the crawl failed (exit {result.returncode}): {tail[0] if tail else 'no output'}; "
-                               f"full output in {crawl_log}")
-        log = read_log(server_log)
-        shutil.rmtree(workdir, ignore_errors=True)
-        return log
+        """One crawl of ``web`` with the command's options (``settings`` after the user's)."""
+        return crawl_replay(web, opts.seeds, opts.model, budget, [*opts.set, *settings],
+                            latency_ms=opts.latency_ms, which=which)
 
+
+def crawl_replay(web, seeds: str, model: str, budget: int, settings=(), latency_ms: float = 0.0,
+                 which: str = "") -> list[dict]:
+    """One ``scrapy crawl focused`` (``settings`` as its -s, see ``crawl_command``) through a fresh
+    replay of the recorded ``web``: the replay server's log. CommandError if the crawl fails (its
+    output is kept and named)."""
+    workdir = Path(tempfile.mkdtemp(prefix="focuscrawl-evaluate-"))
+    server_log = workdir / "server.jsonl"
+    crawl_log = workdir / "crawl.log"
+    proxy = start_proxy(web, log_path=str(server_log), latency_ms=latency_ms)
+    print(f"replaying {len(web)} responses at {proxy.url}; crawling with a budget of {budget} requests{which}...",
+          flush=True)
+    argv = crawl_command(seeds, model, budget, str(workdir / "crawl.db"), list(settings))
+    try:
+        with crawl_log.open("w", encoding="utf-8") as out:
+            env = proxy.crawl_env(settings_module=os.environ.get("SCRAPY_SETTINGS_MODULE", "focuscrawl.settings"))
+            result = subprocess.run(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
+    except KeyboardInterrupt:
+        raise CommandError(f"interrupted; the crawl's output is in {crawl_log}") from None
+    finally:
+        proxy.stop()
+    if result.returncode != 0:
+        tail = [ln for ln in crawl_log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()][-1:]
+        raise CommandError(f"the crawl failed (exit {result.returncode}): {tail[0] if tail else 'no output'}; "
+                           f"full output in {crawl_log}")
+    log = read_log(server_log)
+    shutil.rmtree(workdir, ignore_errors=True)
+    return log

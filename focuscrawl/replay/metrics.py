@@ -18,6 +18,7 @@ Definitions (the same for a real crawl's log and for a simulated baseline):
 - **Relevant pages per minute** = found(n) / (the last of the n counted requests' ``t_end`` minus
   the first one's ``t_start``) x 60, over the crawl's n counted requests: how fast the crawl finds
   what the user wants, as the server's clock sees it (start-up and model loading left out).
+  That span, in seconds, is the crawl's **seconds**.
 - When a crawl stopped after n < N requests, found(N) = found(n): the unused requests found
   nothing. ``requests`` in a score says how many were made.
 """
@@ -76,6 +77,18 @@ def counted_requests(log: Iterable[Mapping]) -> list[tuple[str, int]]:
     return [(url, status) for *_, url, status in _counted_rows(log)]
 
 
+def crawl_seconds(log: Iterable[Mapping], budget: int | None = None) -> float:
+    """The time the first ``budget`` counted requests (all without a budget) span by the server's
+    log: the first one's ``t_start`` to the last answer's ``t_end``; 0 without requests."""
+    rows = _counted_rows(log)
+    rows = rows[:budget] if budget is not None else rows
+    return _span(rows)
+
+
+def _span(rows) -> float:
+    return max(end for _, _, end, _, _ in rows) - rows[0][0] if rows else 0.0
+
+
 def relevant_per_minute(log: Iterable[Mapping], relevance: "Relevance", budget: int | None = None) -> float:
     """Relevant pages found per minute over the first ``budget`` counted requests (all without a
     budget), by the server's log times; 0 when they span no time."""
@@ -83,7 +96,7 @@ def relevant_per_minute(log: Iterable[Mapping], relevance: "Relevance", budget: 
     rows = rows[:budget] if budget is not None else rows
     if not rows:
         return 0.0
-    span = max(end for _, _, end, _, _ in rows) - rows[0][0]
+    span = _span(rows)
     found = found_at(found_curve([(url, status) for *_, url, status in rows], relevance), len(rows))
     return 60.0 * found / span if span > 0 else 0.0
 
