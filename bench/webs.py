@@ -16,7 +16,7 @@ start from words (crawl4ai's keyword scorer), written down here once.
 
 A web whose files are absent is skipped with its reason (``Suite.skipped``), never an error: the
 suite runs on whatever of it this machine has. ``python bench/webs.py --build`` rebuilds the
-documentation webs into the cache (``FOCUS_BENCH_CACHE``, default ``~/.cache/focus-bench``).
+documentation webs into the cache (``BENCH_CACHE``, default ``~/.cache/focus-bench``).
 """
 
 from __future__ import annotations
@@ -35,16 +35,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _shared() -> Path:
-    """The shared data folder: FOCUS_SHARED, else ``shared`` beside the checkout or beside the
+    """The shared data folder: BENCH_SHARED, else ``shared`` beside the checkout or beside the
     folder of worktrees it sits in (/work/main and /work/wt/NAME both find /work/shared)."""
-    if "FOCUS_SHARED" in os.environ:
-        return Path(os.environ["FOCUS_SHARED"])
+    if "BENCH_SHARED" in os.environ:
+        return Path(os.environ["BENCH_SHARED"])
     candidates = [ROOT.parent / "shared", ROOT.parent.parent / "shared"]
     return next((path for path in candidates if path.is_dir()), candidates[0])
 
 
 SHARED = _shared()
-CACHE = Path(os.environ.get("FOCUS_BENCH_CACHE", Path.home() / ".cache" / "focus-bench"))
+CACHE = Path(os.environ.get("BENCH_CACHE", Path.home() / ".cache" / "focus-bench"))
 BUDGET = 1000
 DEMO_BUDGET = 300  # the demo web is ~630 pages: 1,000 requests would fetch all of it
 WEBKB_HELD_OUT = ("cornell", "utexas", "washington", "wisc")

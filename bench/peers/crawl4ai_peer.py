@@ -98,6 +98,7 @@ from focuscrawl.replay.linkgraph import LinkGraph, SamePage, load_aliases  # noq
 from focuscrawl.replay.metrics import (  # noqa: E402
     Relevance,
     counted_requests,
+    crawl_seconds,
     found_curve,
     load_labels,
     reachable_relevant,
@@ -172,17 +173,6 @@ def served_records(log: list[dict]) -> list[dict]:
 def harvest_points(budget: int) -> list[int]:
     """100, 500 and the budget, those not above the budget."""
     return sorted({n for n in HARVEST_POINTS if n <= budget} | {budget})
-
-
-def crawl_seconds(log: list[dict], budget: int) -> float:
-    """The time the first ``budget`` counted requests span by the server's clock (first one's
-    start to the last one's end): the span relevant pages per minute are counted over."""
-    rows = sorted((float(rec.get("t_start", 0.0)), float(rec.get("t_end", rec.get("t_start", 0.0))))
-                  for rec in log
-                  if rec.get("url") and rec.get("method") != "CONNECT" and rec.get("path") != ROBOTS_PATH)[:budget]
-    if not rows:
-        return 0.0
-    return max(end for _, end in rows) - rows[0][0]
 
 
 def score_row(log: list[dict], relevance: Relevance, reachable: int, budget: int, *, web: str, topic: str,
