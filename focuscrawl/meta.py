@@ -52,6 +52,10 @@ RENDER = "focus_render"
 #: on a render the spider asked for: (words, links) of the page's plain HTML, to judge what the
 #: render added
 RENDER_PLAIN = "focus_render_plain"
+#: on a rendered page: the seconds its host spent answering the render's requests (the page and
+#: what it loaded, one at a time), which the host's adaptive delay reads instead of the render's
+#: time: a browser's load, scripts and settling are no sign of a slow server
+SERVER_SECONDS = "focus_server_seconds"
 #: a response came back (else the request failed on the network), and its status
 GOT_RESPONSE = "focus_got_response"
 STATUS = "focus_status"

@@ -9,6 +9,7 @@ import sys
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from focuscrawl.config import ConfigError, FocusConfig
+from focuscrawl.extras import MissingExtra, check_extras
 from focuscrawl.politeness import ExclusionList
 from focuscrawl.relevance import ModelError, TopicModel
 from focuscrawl.safety import NetworkPolicy, url_address
@@ -20,7 +21,7 @@ class Command(ScrapyCrawlCommand):
         if args and args[0] == "focused":
             try:
                 _check(opts.spargs, self.settings)
-            except (ConfigError, ModelError, SeedsError) as exc:
+            except (ConfigError, MissingExtra, ModelError, SeedsError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 self.exitcode = 2
                 return
@@ -31,6 +32,7 @@ def _check(spargs: dict, settings) -> None:
     """What the crawl would refuse once started (the spider's arguments, the settings, the
     exclusion list's first reading): raises with a one-line message."""
     config = FocusConfig.from_settings(settings)
+    check_extras(config)
     model = spargs.get("model") or config.model
     if not model:
         raise ModelError("no topic model: use -a model=models/NAME.joblib (see `scrapy train`)")

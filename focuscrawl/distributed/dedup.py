@@ -45,13 +45,14 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-import redis
 from datasketch import MinHash, MinHashLSH
 
 from focuscrawl.config import DEFAULTS
 from focuscrawl.dedup.fingerprints import MinHashIndex, band_params
-from focuscrawl.distributed.connection import Keys, connect
+from focuscrawl.distributed.connection import Keys, connect, redis_module
 from focuscrawl.distributed.seen import redis_errors
+
+redis = redis_module()
 
 # KEYS[1] the hash digest -> first key; ARGV: digest, key. The first key of the digest (maybe this one).
 _FIND_OR_ADD = """

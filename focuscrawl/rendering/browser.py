@@ -42,7 +42,9 @@ from urllib.request import getproxies
 
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import FocusConfig
+from focuscrawl.extras import MissingExtra, require
 from focuscrawl.handlers import PoliteHTTP11DownloadHandler
+from focuscrawl.meta import SERVER_SECONDS
 from focuscrawl.safety import NetworkPolicy, host_address
 
 logger = logging.getLogger(__name__)
@@ -89,9 +91,9 @@ def _playwright_has_browser() -> bool:
 def check_available(config: FocusConfig) -> str:
     """The browser executable ("" for Playwright's own), or RenderUnavailable saying what is missing."""
     try:
-        import scrapy_playwright  # noqa: F401
-    except ImportError as exc:
-        raise RenderUnavailable(f"scrapy-playwright is not installed ({exc})") from None
+        require("scrapy_playwright", "render", "rendering pages in a browser")
+    except MissingExtra as exc:
+        raise RenderUnavailable(str(exc)) from None
     path = find_browser(config.render_browser)
     if path is None:
         where = config.render_browser or f"{', '.join(BROWSER_NAMES)} on the PATH"
@@ -164,7 +166,10 @@ class RenderGuard:
             return "robots"
         return None
 
-    async def handle(self, route, lock: asyncio.Lock, page_url: str, page_host: str, allows) -> None:
+    async def handle(self, route, lock: asyncio.Lock, page_url: str, page_host: str, allows,
+                     served: Callable[[float], object] | None = None) -> None:
+        """Let the page's request go out (or fulfil it from the cache, or refuse it); ``served`` is
+        told the seconds a server took to answer a request that went out."""
         request = route.request
         navigation = request.is_navigation_request() and request.frame.parent_frame is None
         reason = self.refusal(request.url, request.resource_type, page_host, allows, navigation)
@@ -184,11 +189,14 @@ class RenderGuard:
         if self.user_agent:
             headers["user-agent"] = self.user_agent
         async with lock:  # the page's requests one at a time: one connection to the host
+            started = time.monotonic()
             try:
                 await route.continue_(headers=headers)
                 response = await request.response()
                 if response is not None:
                     await asyncio.wait_for(response.finished(), self.timeout_ms / 1000)
+                if served is not None:
+                    served(time.monotonic() - started)
             except Exception as exc:  # a network error, a timeout or the page closed: a failed load
                 logger.debug("render: %s failed: %s", request.url, exc)
                 self.stats.inc_value("focus/render/subresource_failed")
@@ -279,6 +287,7 @@ def _playwright_handler_class():
                 await self._launch()  # engine_started has passed: scrapy-playwright's own hook never ran
                 self.launched = True
             request.meta["playwright_page_init_callback"] = self._guard_page
+            request.meta[SERVER_SECONDS] = 0.0
             self.rendering += 1
             try:
                 return await self._download_request(request)
@@ -296,8 +305,11 @@ def _playwright_handler_class():
             page_host = (urlsplit(request.url).hostname or "").lower()
             allows = request.meta.get(ALLOWS)
 
+            def served(seconds: float) -> None:
+                request.meta[SERVER_SECONDS] = request.meta.get(SERVER_SECONDS, 0.0) + seconds
+
             async def route_all(route):
-                await self.guard.handle(route, lock, request.url, page_host, allows)
+                await self.guard.handle(route, lock, request.url, page_host, allows, served)
 
             await page.route("**/*", route_all)
 
