@@ -17,7 +17,6 @@ import signal
 import sys
 
 from focuscrawl.commandbase import CommandError, FocusCommand
-from focuscrawl.extras import require
 
 LOGGER = "focuscrawl.rendering.render_server"
 
@@ -98,11 +97,8 @@ class Command(FocusCommand):
         port = parse_port(opts.port)
         max_contexts = parse_positive("--max-contexts", opts.max_contexts, int)
         max_timeout = parse_positive("--max-timeout", opts.max_timeout)
-        for module in ("playwright", "aiohttp"):
-            require(module, "render", "the render server")
+        from focuscrawl.rendering.render_server import RenderServer, serve  # MissingExtra without the render extra
         from playwright.async_api import Error as PlaywrightError
-
-        from focuscrawl.rendering.render_server import RenderServer, serve
         browser = find_browser(opts.browser)
         try:
             server = RenderServer(opts.host, port, max_contexts=max_contexts, max_timeout=max_timeout,
