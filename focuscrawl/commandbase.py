@@ -7,6 +7,7 @@ import sys
 from scrapy.commands import ScrapyCommand
 
 from focuscrawl.config import ConfigError, FocusConfig
+from focuscrawl.extras import MissingExtra
 
 
 class CommandError(Exception):
@@ -30,6 +31,6 @@ class FocusCommand(ScrapyCommand):
     def run(self, args: list[str], opts) -> None:
         try:
             self.execute(args, opts)
-        except CommandError as exc:
+        except (CommandError, MissingExtra) as exc:  # MissingExtra: a feature whose extra is not installed
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 2

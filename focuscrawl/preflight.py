@@ -98,6 +98,17 @@ def check_exclusion_list(pre: Preflight) -> None:
             raise PreflightError(str(exc)) from None
 
 
+def check_extras(pre: Preflight) -> None:
+    """What the settings ask for is installed: a shared crawl needs the ``redis`` extra,
+    ``FOCUS_RENDER=always`` with Playwright the ``render`` extra (``focuscrawl.extras``)."""
+    from focuscrawl.extras import MissingExtra, check_extras as missing
+
+    try:
+        missing(pre.config)
+    except MissingExtra as exc:
+        raise PreflightError(str(exc)) from None
+
+
 def check_redis(pre: Preflight) -> None:
     """A shared frontier's Redis answers a PING (the scheduler and the duplicate filter both
     connect to it as the crawl starts)."""
@@ -107,8 +118,10 @@ def check_redis(pre: Preflight) -> None:
     if pre.config.recrawl:
         raise PreflightError("FOCUS_RECRAWL does not work with a shared frontier (FOCUS_FRONTIER_URL) yet: the "
                              "revisit plan lives in one process; drop one of them")
-    import redis
-
+    try:
+        import redis
+    except ImportError:
+        return  # check_extras names the extra to install
     try:
         client = redis.Redis.from_url(url, socket_timeout=SERVICE_TIMEOUT, socket_connect_timeout=SERVICE_TIMEOUT)
     except ValueError as exc:
@@ -200,7 +213,7 @@ def check_feeds(pre: Preflight) -> None:
 
 
 #: in the order a user would fix them
-CHECKS: tuple[Check, ...] = (check_model, check_seeds, check_threshold, check_exclusion_list, check_redis,
+CHECKS: tuple[Check, ...] = (check_model, check_seeds, check_threshold, check_exclusion_list, check_extras, check_redis,
                              check_rendering, check_store, check_jobdir, check_crawl_log, check_feeds)
 
 

@@ -29,6 +29,7 @@ import gc
 import logging
 import time
 from collections import deque
+from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
 from scrapy.exceptions import CloseSpider, NotConfigured
@@ -36,9 +37,8 @@ from scrapy.exceptions import CloseSpider, NotConfigured
 from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import ConfigError, FocusConfig
+from focuscrawl.extras import MissingExtra
 from focuscrawl.distributed.connection import RedisUnavailable, reactor_wait
-from focuscrawl.distributed.crawl import SharedCrawl
-from focuscrawl.distributed.exclusion import SharedExclusionList
 from focuscrawl.frontier import Entry, Frontier
 from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
 from focuscrawl.freshness import RevisitPlan
@@ -63,6 +63,9 @@ from focuscrawl.scheduling.rescoring import ROBOTS_PRIORITY, BackgroundRescorer
 from focuscrawl.scheduling.revisits import Revisits
 from focuscrawl.scheduling.robots import RobotsFetcher
 from focuscrawl.urls import canonicalize, host_key
+
+if TYPE_CHECKING:
+    from focuscrawl.distributed.crawl import SharedCrawl
 
 logger = logging.getLogger(__name__)
 
@@ -156,8 +159,11 @@ class FocusScheduler:
             # a record in Redis must hold its request: entries are always packed
             codec = codec or RequestCodec(serializer.to_dict, serializer.from_dict, lambda r: link_parent(r.meta))
             try:
+                # imported here: redis-py is the redis extra's, and only a shared crawl needs it
+                from focuscrawl.distributed.crawl import SharedCrawl
+
                 shared = SharedCrawl.from_config(config, codec=codec, serializer=serializer)
-            except RedisUnavailable as exc:
+            except (RedisUnavailable, MissingExtra) as exc:
                 raise NotConfigured(f"focuscrawl scheduler: {exc}") from exc
             frontier = shared.frontier
         else:
@@ -171,6 +177,8 @@ class FocusScheduler:
                         per_ip=PerIpLimit() if config.politeness_per_ip else None)
         admission = Admission.from_config(config, gate.robots)
         if shared is not None:
+            from focuscrawl.distributed.exclusion import SharedExclusionList
+
             admission.seen = shared.seen
             admission.exclusion = SharedExclusionList(shared.client, shared.keys, config.exclude_file,
                                                       config.exclude_check_seconds)

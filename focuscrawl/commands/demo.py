@@ -23,7 +23,11 @@ from focuscrawl.demo import DemoWeb, generate_web
 from focuscrawl.urls import w3lib_canonical
 
 DEFAULT_DIR = "demo-run"
-DEFAULT_BUDGET = 150
+#: enough for the crawl to reach the whole demo web (about 620 requests: it ends when its frontier
+#: is empty), so the summary's "of N" are pages the crawl could have found: the application host
+#: renders one page at a time (one connection a host, about 2 s a render), and a smaller budget
+#: is spent by the other hosts before the browser gets far into it
+DEFAULT_BUDGET = 700
 DEFAULT_DELAY = 0.2
 PROGRESS_SECONDS = 1  # the crawl step's progress line (FOCUS_PROGRESS_SECONDS)
 
@@ -62,7 +66,18 @@ class Command(FocusCommand):
         budget = _parse_number(opts.budget, "--budget", int, minimum=1)
         delay = _parse_number(opts.delay, "--delay", float, minimum=0.0)
         seed = _parse_number(opts.seed, "--seed", int, minimum=None)
-        DemoRun(Path(opts.dir), budget=budget, seed=seed, delay=delay).run()
+        DemoRun(Path(opts.dir), budget=budget, seed=seed, delay=delay,
+                render_skipped=render_skipped(self.config(), self.settings)).run()
+
+
+def render_skipped(config, settings) -> str | None:
+    """Why the demo's crawl will not render (no browser, no render extra, FOCUS_RENDER=never), or
+    None: the summary says it rather than counting the application's pages as missed."""
+    from focuscrawl.rendering.availability import missing_backend
+
+    if config.render == "never":
+        return "FOCUS_RENDER=never"
+    return missing_backend(config, settings)
 
 
 def _parse_number(text: str, option: str, kind, minimum):
@@ -82,9 +97,10 @@ class DemoRun:
     """The steps of the demo, in order; each failing step raises one CommandError naming its log."""
 
     def __init__(self, directory: Path, budget: int = DEFAULT_BUDGET, seed: int = 0,
-                 delay: float = DEFAULT_DELAY, out: TextIO | None = None):
+                 delay: float = DEFAULT_DELAY, out: TextIO | None = None, render_skipped: str | None = None):
         self.dir = Path(directory)
         self.budget, self.seed, self.delay = budget, seed, delay
+        self.render_skipped = render_skipped  # why the crawl will not render, or None
         self.out = out or sys.stdout
         self.web: DemoWeb | None = None
         self.proxy = None
@@ -164,6 +180,8 @@ class DemoRun:
         if self.proxy is None:
             raise CommandError("step 'crawl' failed: the replay proxy is not running")
         self.say(f"== 4/5 crawl (budget {self.budget} requests, {self.delay}s between requests to a host)")
+        if self.render_skipped:
+            self.say(f"   rendering skipped: {self.render_skipped}")
         run_step("crawl", scrapy_argv(
             "crawl", "focused", "-a", f"seeds={self.seeds}", "-a", f"model={self.model}",
             "-O", str(self.feed), "-s", f"FOCUS_STORE={self.store}",
@@ -184,7 +202,8 @@ class DemoRun:
         for path, step in ((self.server_log, "crawl"), (self.export, "export")):
             if not path.is_file():
                 raise CommandError(f"step '{step}' left no {path.name}; see {self.logs / (step + '.log')}")
-        return summarize(self._web(), read_jsonl(self.export), read_jsonl(self.server_log))
+        return summarize(self._web(), read_jsonl(self.export), read_jsonl(self.server_log),
+                         render_skipped=self.render_skipped)
 
     def outputs(self) -> list[tuple[str, Path]]:
         return [
@@ -272,6 +291,7 @@ class Summary:
     rendered_relevant: int = 0  # of its pages, labelled relevant
     found_documents: int = 0  # relevant PDFs found (read as documents)
     documents_relevant: int = 0  # PDFs labelled relevant
+    render_skipped: str | None = None  # why the crawl did not render, or None
 
     @property
     def precision(self) -> float | None:
@@ -286,7 +306,8 @@ class Summary:
         return self.found / self.requests if self.requests else None
 
 
-def summarize(web: DemoWeb, export_rows: Iterable[Mapping], server_log: Iterable[Mapping]) -> Summary:
+def summarize(web: DemoWeb, export_rows: Iterable[Mapping], server_log: Iterable[Mapping],
+              render_skipped: str | None = None) -> Summary:
     """Score a crawl: the export against the labels, the server log for the requests made.
 
     A page is counted once however many URLs serve it: a redirect counts as its target, and an
@@ -321,7 +342,7 @@ def summarize(web: DemoWeb, export_rows: Iterable[Mapping], server_log: Iterable
     rendered = {page(u) for u in web.javascript_pages if labels.get(w3lib_canonical(u)) == web.topic}
     documents = {page(u) for u in web.documents if labels.get(w3lib_canonical(u)) == web.topic}
     return Summary(requests, exported, exported_relevant, len(found), len(reachable), len(found & reachable),
-                   len(found & rendered), len(rendered), len(found & documents), len(documents))
+                   len(found & rendered), len(rendered), len(found & documents), len(documents), render_skipped)
 
 
 def format_summary(s: Summary, outputs: Iterable[tuple[str, Path]] = ()) -> str:
@@ -336,7 +357,10 @@ def format_summary(s: Summary, outputs: Iterable[tuple[str, Path]] = ()) -> str:
         f"({s.found_reachable} of {s.reachable} reachable relevant pages)",
         f"   relevant pages per request: {num(s.per_request)}",
     ]
-    if s.rendered_relevant:
+    if s.rendered_relevant and s.render_skipped:
+        lines.append(f"   built by JavaScript: {s.rendered_relevant} relevant pages, not rendered "
+                     f"(rendering skipped: {s.render_skipped})")
+    elif s.rendered_relevant:
         lines.append(f"   built by JavaScript, found by rendering: {s.found_rendered} of {s.rendered_relevant} "
                      "relevant pages")
     if s.documents_relevant:

@@ -353,6 +353,10 @@ class Command(FocusCommand):
         for path in (opts.output, opts.plot):
             if path and not Path(path).resolve().parent.is_dir():
                 raise CommandError(f"cannot write {path}: no such directory")
+        if opts.plot:  # before the crawls, not after them
+            from focuscrawl.observe.plot import check_available
+
+            check_available("--plot")
         web = load_web(args)
         graph = LinkGraph.from_web(web)
         relevance = Relevance(labels, positive, SamePage.for_graph(graph, aliases))

@@ -109,6 +109,9 @@ class Command(FocusCommand):
         if opts.plot:
             if len(stores) > 1:
                 raise CommandError("--plot draws one crawl: give one --store")
+            from focuscrawl.observe.plot import check_available
+
+            check_available("--plot")
             self._plot(path, self._parse_crawl(opts.crawl), opts.plot, opts.plot_x)
             if not opts.output:
                 return

@@ -104,13 +104,8 @@ class Command(FocusCommand):
         port = parse_port(opts.port)
         max_contexts = parse_positive("--max-contexts", opts.max_contexts, int)
         max_timeout = parse_positive("--max-timeout", opts.max_timeout)
-        try:
-            from playwright.async_api import Error as PlaywrightError
-
-            from focuscrawl.rendering.render_server import RenderServer, serve
-        except ImportError as exc:
-            raise CommandError(f"the render server needs playwright and aiohttp ({exc}): "
-                               "pip install playwright aiohttp") from None
+        from focuscrawl.rendering.render_server import RenderServer, serve  # MissingExtra without the render extra
+        from playwright.async_api import Error as PlaywrightError
         browser = find_browser(opts.browser)
         from focuscrawl.safety import NetworkPolicy
 

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
-
+from focuscrawl.extras import require
 from focuscrawl.scheduling.load import runnable_time
+
+if TYPE_CHECKING:
+    import redis
+
+#: what the extra's message calls the feature
+SHARED_CRAWL = "a shared crawl (FOCUS_FRONTIER_URL)"
 
 #: how long a command may take before the crawl treats Redis as unreachable
 SOCKET_TIMEOUT = 10.0
@@ -51,6 +55,12 @@ def _timed(connection_class: type) -> type:
     return Timed
 
 
+def redis_module():
+    """redis-py, or MissingExtra naming the ``redis`` extra: the modules of a shared crawl import
+    it through here, so a core install imports the crawler and refuses only a shared crawl."""
+    return require("redis", "redis", SHARED_CRAWL)
+
+
 def reactor_wait() -> float:
     """Seconds the reactor's thread has waited for Redis so far (see ``_Waits``)."""
     return WAITS.seconds
@@ -75,6 +85,10 @@ def connect(url: str, *, decode_responses: bool = False, socket_timeout: float =
             retries: int | None = None) -> redis.Redis:
     """A client of ``url``, checked with a PING: a clear error now rather than at the first page.
     ``retries``: how often a failed command is retried (None: redis-py's default)."""
+    redis = redis_module()
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
     options = {}
     if retries is not None:
         options["retry"] = Retry(NoBackoff(), retries)
@@ -89,4 +103,4 @@ def connect(url: str, *, decode_responses: bool = False, socket_timeout: float =
     return client
 
 
-__all__ = ["Keys", "RedisUnavailable", "connect", "reactor_wait"]
+__all__ = ["SHARED_CRAWL", "Keys", "RedisUnavailable", "connect", "reactor_wait", "redis_module"]

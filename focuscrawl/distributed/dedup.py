@@ -27,14 +27,15 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import redis
 from datasketch import MinHash
 
 from focuscrawl.config import DEFAULTS
 from focuscrawl.dedup.fingerprints import MinHashIndex
 from focuscrawl.dedup.lsh import Candidate, NearParameters
-from focuscrawl.distributed.connection import Keys, connect
+from focuscrawl.distributed.connection import Keys, connect, redis_module
 from focuscrawl.distributed.seen import redis_errors
+
+redis = redis_module()
 
 # KEYS[1] the hash digest -> first key; ARGV: digest, key. The first key of the digest (maybe this one).
 _FIND_OR_ADD = """

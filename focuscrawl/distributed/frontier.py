@@ -30,14 +30,14 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import redis
-
 from focuscrawl.config import DEFAULTS
 from focuscrawl.distributed import scripts
-from focuscrawl.distributed.connection import Keys
+from focuscrawl.distributed.connection import Keys, redis_module
 from focuscrawl.frontier.entries import Codec, Entry, decode, encode
 from focuscrawl.frontier.records import KEY, ORDER, priority_of, record_version
 from focuscrawl.frontier.rescoring import Rescorer, Restamper
+
+redis = redis_module()
 
 logger = logging.getLogger(__name__)
 

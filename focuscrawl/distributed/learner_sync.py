@@ -68,10 +68,12 @@ import struct
 from collections.abc import Iterable
 
 import numpy as np
-import redis
 
 from focuscrawl.bounded import drop_oldest
+from focuscrawl.distributed.connection import redis_module
 from focuscrawl.learning.learner import UNSEEN_HOST_EVIDENCE, _Yield
+
+redis = redis_module()
 
 logger = logging.getLogger(__name__)
 

@@ -38,11 +38,11 @@ import random
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-import redis
-from redis.connection import SSLConnection, UnixDomainSocketConnection
-
-from focuscrawl.distributed.connection import Keys, connect
+from focuscrawl.distributed.connection import Keys, connect, redis_module
 from focuscrawl.frontier.seen import url_fingerprint
+
+redis = redis_module()
+from redis.connection import SSLConnection, UnixDomainSocketConnection  # noqa: E402 (after redis_module's check)
 
 #: URLs a bucket holds on average before the next split; buckets reach ~2x this just before their
 #: split, which must stay under set-max-intset-entries (512 by default) with room for chance

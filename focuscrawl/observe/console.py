@@ -36,6 +36,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
+from focuscrawl.extras import MissingExtra
 from focuscrawl.labelling import LabelError
 
 logger = logging.getLogger(__name__)
@@ -146,6 +147,13 @@ def plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     return str(value)
+
+
+def _text_svg(text: str) -> bytes:
+    """A small SVG that shows ``text``, escaped, where a figure would be."""
+    return ('<svg xmlns="http://www.w3.org/2000/svg" width="640" height="40">'
+            f'<text x="8" y="24" font-family="sans-serif" font-size="12">{html.escape(text)}</text>'
+            '</svg>').encode()
 
 
 def _rows(raw: str | None, default: int) -> int:
@@ -263,11 +271,15 @@ class Console:
         """The harvest curve drawn as SVG against ``x`` (requests or seconds), drawn again only for
         a new version the page was told of (``_shown_version``: a drawing takes a fifth of a second
         of the crawl's reactor)."""
-        from focuscrawl.observe.plot import X_AXES, crawl_series, figure_bytes, harvest_figure
+        from focuscrawl.observe.plot import X_AXES, check_available, crawl_series, figure_bytes, harvest_figure
 
         x = query.get("x", "requests")
         if x not in X_AXES:
             return Answer.error(400, f"x must be one of {', '.join(X_AXES)}")
+        try:
+            check_available("the console's harvest curve")
+        except MissingExtra as exc:  # the page shows the image: it says what to install
+            return Answer(200, "image/svg+xml", _text_svg(str(exc)), {"Content-Security-Policy": SVG_POLICY})
         curve = self.source.curve()
         version = self._shown_version(curve)
         cached = self._drawings.get(x)

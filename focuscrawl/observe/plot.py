@@ -7,7 +7,9 @@ find a dotted grey ceiling.
 
 matplotlib's object API only (a ``Figure`` with its own canvas, never ``pyplot``): pyplot keeps
 global state (the current figure, a backend chosen once per process), which a server drawing for
-several requests, inside a crawl, must not share or leak.
+several requests, inside a crawl, must not share or leak. matplotlib is the ``plot`` extra's: it
+is imported when a figure is drawn (``harvest_figure``), so the series and curves here need only the
+core install.
 """
 
 from __future__ import annotations
@@ -17,9 +19,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from focuscrawl.extras import require
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+#: what the plot extra's message calls the feature
+FIGURES = "drawing a harvest curve"
 
 #: how each kind of line is drawn: a crawl (or a mean of crawls), one of the runs behind a mean,
 #: a simulated baseline
@@ -85,12 +93,22 @@ def _instant(text: str | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
+def check_available(feature: str = FIGURES) -> None:
+    """Nothing when figures can be drawn, else MissingExtra naming the ``plot`` extra: a command
+    asked for a figure checks before its work, not after."""
+    require("matplotlib", "plot", feature)
+
+
 def harvest_figure(series: Iterable[Series], x: str = "requests", *, x_label: str | None = None,
                    y_label: str = "relevant pages found", x_max: float | None = None,
                    ceiling: float | None = None, ceiling_label: str = "reachable relevant",
                    size: tuple[float, float] = (7, 4.5), dpi: int = 100, title: str | None = None) -> Figure:
     """The figure of ``series`` against ``x`` ("requests" or "seconds": the default axis label).
     ``ceiling`` draws the relevant pages there are to find; ``x_max`` fixes the axis's end (a budget)."""
+    check_available()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=size, dpi=dpi)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -136,5 +154,5 @@ def write_figure(fig: Figure, path: str | Path) -> None:
     fig.savefig(path, format=suffix if suffix in fig.canvas.get_supported_filetypes() else "png")
 
 
-__all__ = ["FORMATS", "STYLES", "X_AXES", "Series", "crawl_series", "figure_bytes", "found_series",
-           "harvest_figure", "store_curve", "write_figure"]
+__all__ = ["FIGURES", "FORMATS", "STYLES", "X_AXES", "Series", "check_available", "crawl_series",
+           "figure_bytes", "found_series", "harvest_figure", "store_curve", "write_figure"]

@@ -45,6 +45,7 @@ from urllib.request import getproxies
 from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import FocusConfig
+from focuscrawl.extras import MissingExtra, require
 from focuscrawl.handlers import PoliteHTTP11DownloadHandler
 from focuscrawl.rendering.health import DOCUMENT_LATENCY, RENDER_SECONDS
 from focuscrawl.rendering.server_rules import ServerRules
@@ -94,9 +95,9 @@ def _playwright_has_browser() -> bool:
 def check_available(config: FocusConfig) -> str:
     """The browser executable ("" for Playwright's own), or RenderUnavailable saying what is missing."""
     try:
-        import scrapy_playwright  # noqa: F401
-    except ImportError as exc:
-        raise RenderUnavailable(f"scrapy-playwright is not installed ({exc})") from None
+        require("scrapy_playwright", "render", "rendering pages in a browser")
+    except MissingExtra as exc:
+        raise RenderUnavailable(str(exc)) from None
     path = find_browser(config.render_browser)
     if path is None:
         where = config.render_browser or f"{', '.join(BROWSER_NAMES)} on the PATH"
@@ -204,6 +205,8 @@ class RenderGuard:
                 response = await request.response()
                 if response is not None:
                     await asyncio.wait_for(response.finished(), self.timeout_ms / 1000)
+                if served is not None:
+                    served(time.monotonic() - started)
             except Exception as exc:  # a network error, a timeout or the page closed: a failed load
                 logger.debug("render: %s failed: %s", request.url, exc)
                 self.stats.inc_value("focus/render/subresource_failed")

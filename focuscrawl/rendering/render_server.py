@@ -55,11 +55,17 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urljoin, urlsplit
 
-from aiohttp import ClientSession, ClientTimeout, web
-from aiohttp import ClientError as HTTPClientError
-from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import TimeoutError as PlaywrightTimeout
-from playwright.async_api import async_playwright
+from focuscrawl.extras import require
+
+# the render extra's: a core install that imports this module is told which extra it lacks
+require("playwright", "render", "the render server")
+require("aiohttp", "render", "the render server")
+
+from aiohttp import ClientSession, ClientTimeout, web  # noqa: E402
+from aiohttp import ClientError as HTTPClientError  # noqa: E402
+from playwright.async_api import Error as PlaywrightError  # noqa: E402
+from playwright.async_api import TimeoutError as PlaywrightTimeout  # noqa: E402
+from playwright.async_api import async_playwright  # noqa: E402
 
 from focuscrawl.rendering.server_rules import ServerRules
 from focuscrawl.safety import NetworkPolicy
