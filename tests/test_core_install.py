@@ -1,7 +1,7 @@
 """The core install (``pip install focuscrawl``, no extras) imports, runs its commands and crawls,
 and a feature whose extra it lacks is refused in one line that names the extra.
 
-The core install lives in a venv of its own: ``FOCUS_CORE_PYTHON`` names its Python (``.ci/run``
+The core install lives in a venv of its own: ``CORE_INSTALL_PYTHON`` names its Python (``.ci/run``
 builds one from the wheel it has just built and checked); without it the test builds one, which
 takes minutes (pip's cache helps), so the test is ``slow``.
 """
@@ -31,7 +31,7 @@ EXTRA_MODULES = {"focuscrawl.distributed.crawl", "focuscrawl.distributed.dedup",
 
 @pytest.fixture(scope="module")
 def core_python(tmp_path_factory) -> str:
-    given = os.environ.get("FOCUS_CORE_PYTHON")
+    given = os.environ.get("CORE_INSTALL_PYTHON")
     if given:
         return given
     folder = tmp_path_factory.mktemp("core-venv")
