@@ -82,6 +82,8 @@ EXTENSIONS = {
     "focuscrawl.memory.MemoryTrim": 0,
     "focuscrawl.observe.progress.Progress": 400,
     "focuscrawl.observe.console.ConsoleExtension": 500,
+    # grows a model made from words or on-topic pages alone from the crawl's pages (FOCUS_GROW_MODEL)
+    "focuscrawl.relevance.growing_ext.GrowModel": 600,
 }
 
 # --- network safety: no fetch into private networks (focuscrawl/network_guard.py) -------------
