@@ -184,8 +184,7 @@ class FocusConfig:
         "FOCUS_GROW_MODEL", None, _optional(_bool),
         "Grow the topic model from the crawl's own pages (self-training, in a worker thread, as the "
         "fetched pages double from FOCUS_GROW_FIRST): the pages it counts as found against every other "
-        "page fetched. None: for a model made from words or from on-topic pages alone (its metadata "
-        "says so), not for one trained from labelled examples of both kinds.")
+        "page fetched. None: as the model's metadata says (scrapy train --grow).")
     grow_first: int = setting(
         "FOCUS_GROW_FIRST", 100, _number(int, 10),
         "Fetched pages before the first round of FOCUS_GROW_MODEL; each later round comes at twice as many.")

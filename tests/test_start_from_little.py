@@ -61,8 +61,8 @@ def test_on_topic_examples_alone_are_contrasted_with_the_background():
     assert report["examples_per_class"]["background"] == report["n_negative"]
     assert model.even_odds_score == 0.5
     assert model.score("CS 1", page(COURSE, rng)) > model.score("Jane", page(PEOPLE, rng))
-    assert not grows_by_default(train_topic_model(
-        examples + [Example("http://u/x", "x", page(PEOPLE, rng), "other")] * 3, ["course"], cv_folds=0)[0])
+    assert not grows_by_default(model)  # unless asked (scrapy train --grow)
+    model.metadata["grow"] = True
     assert grows_by_default(model)
 
 
@@ -87,7 +87,7 @@ def test_a_query_model_scores_by_the_share_of_the_query_a_page_uses():
     assert model.score("", "the lectures") == pytest.approx(model.score("", "the lecture"))
     assert model.score("", "homework homework homework") > model.score("", "homework")
     assert model.even_odds_score == 0.5
-    assert model.metadata["off_topic"]["kind"] == "query" and grows_by_default(model)
+    assert model.metadata["off_topic"]["kind"] == "query" and not grows_by_default(model)
 
 
 def test_a_query_model_scores_links_and_survives_saving(tmp_path):
@@ -159,3 +159,35 @@ def test_the_users_examples_stay_on_topic_in_every_round():
         grower.add("person", page(PEOPLE, rng))
     model, report = grower.grow(grower.training_set())
     assert report["examples"] == 6 and report["n_positive"] >= 6 and model is not None
+
+
+# --- a real crawl that grows its model -----------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_a_crawl_from_words_grows_its_model_in_a_worker_thread(demo_web, demo_files, tmp_path):
+    import json
+    import signal
+
+    from focuscrawl.replay import RecordedWeb, ReplayProxy
+
+    from .conftest import run_scrapy
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    model = tmp_path / "q.joblib"
+    result = run_scrapy(["train", "--query", "astronomy telescope star galaxy planet", "-o", str(model), "--grow"],
+                        cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    with ReplayProxy(RecordedWeb.from_records(demo_web.records), robots=demo_web.robots) as proxy:
+        result = run_scrapy(
+            ["crawl", "focused", "-a", f"seeds={demo_files['seeds']}", "-a", f"model={model}",
+             "-s", "FOCUS_BUDGET=120", "-s", "FOCUS_GROW_FIRST=20", "-s", "DOWNLOAD_DELAY=0.02",
+             "-s", "LOG_LEVEL=INFO", "-s", "STATS_DUMP=True", "-O", "items.jsonl"],
+            cwd=tmp_path, env={"http_proxy": proxy.url})
+    assert result.returncode == 0, result.stderr[-3000:]
+    log = result.stderr
+    assert "the topic model grows from the crawl's pages" in log
+    assert "topic model round 1: trained on" in log, log[-3000:]
+    assert "'focus/grow/rounds'" in log and "Traceback" not in log
+    items = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert items  # the crawl went on scoring and exporting with the grown model

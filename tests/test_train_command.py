@@ -257,3 +257,29 @@ def test_urls_that_all_fail_are_one_error_line(little_site, tmp_path):
     assert_one_error(result, "lists no URL")
     result = scrapy(["train", "--urls", str(tmp_path / "absent.txt"), "-o", "m.joblib"], tmp_path)
     assert_one_error(result, "cannot read --urls")
+
+
+def test_retraining_a_model_from_words_keeps_what_its_crawl_found(inputs, tmp_path):
+    from focuscrawl.items import PageItem
+    from focuscrawl.store import CrawlStore
+
+    work = inputs["work"]
+    result = scrapy(["train", "--query", "syllabus homework", "-o", "q.joblib"], work)
+    assert result.returncode == 0, result.stderr
+    rng = random.Random(5)
+    with CrawlStore(work / "crawl.db") as db:
+        db.begin_crawl(model=str(work / "q.joblib"))
+        for i in range(30):
+            course = i % 3 == 0
+            words = COURSE_WORDS if course else OTHER_WORDS
+            db.add_page(PageItem(url=f"http://c.test/{i}", final_url=f"http://c.test/{i}", status=200, title=f"p{i}",
+                                 text=" ".join(rng.choice(words) for _ in range(40)), score=0.9 if course else 0.1,
+                                 relevant=course))
+    result = scrapy(["train", "crawl.db", "-o", "grown.joblib", "--cv-folds", "0"], work)
+    assert result.returncode == 0, result.stderr
+    assert "from what its crawl found" in result.stdout
+    model = TopicModel.load(work / "grown.joblib")
+    assert (model.metadata["n_positive"], model.metadata["n_negative"]) == (10, 20)
+    assert model.metadata["query"] == "syllabus homework" and model.metadata["off_topic"]["kind"] == "examples"
+    # it learned the words the query did not name
+    assert model.score("x", "midterm grading textbook") > 0.5 > model.score("x", "funding laboratory conference")

@@ -48,6 +48,9 @@ class Command(FocusCommand):
                            help="on-topic pages by address, one URL a line: fetched politely (robots.txt, "
                                 "focuscrawl's User-Agent, the http_proxy of the environment, no private "
                                 "networks) and kept beside the model as OUTPUT.urls.jsonl")
+        group.add_argument("--grow", action="store_true",
+                           help="a model from words or on-topic pages alone: mark it to grow from the crawl's "
+                                "pages as the crawl goes (FOCUS_GROW_MODEL overrides)")
         group.add_argument("--positive", metavar="LABEL[,LABEL]",
                            help="label(s) that are on topic; every other label is off topic (default with --base, "
                                 "or retraining the model a crawl used, that model's positive labels)")
@@ -100,6 +103,8 @@ class Command(FocusCommand):
             base = TopicModel.load(base_path) if base_path else None
         except ModelError as exc:
             raise CommandError(str(exc)) from None
+        if base is not None and (base.metadata.get("off_topic") or {}).get("kind") in ("query", "background"):
+            return self._from_crawl(args, opts, base, base_path, output, folds)
         if base is not None:
             if not base.metadata.get("sources"):
                 raise CommandError(f"{base_path} does not record the examples it was trained on (trained by an "
@@ -135,6 +140,11 @@ class Command(FocusCommand):
             print(f"  {label:<20} {count:>7}{mark}")
         print(f"positive: {report['n_positive']}  negative: {report['n_negative']}")
         _print_off_topic(report["off_topic"])
+        if opts.grow:
+            if report["off_topic"].get("kind") != "background":
+                raise CommandError("--grow is for a model from words or on-topic pages alone; this one has "
+                                   "off-topic examples")
+            model.metadata["grow"] = True
         cv = report["cv"]
         if cv:
             print(
@@ -152,6 +162,48 @@ class Command(FocusCommand):
             raise CommandError(f"cannot write model to {output}: {exc.strerror or exc}") from None
         print(f"model written to {output}")
 
+
+    def _from_crawl(self, args, opts, base, base_path, output: Path, folds: int) -> None:
+        """Retrain a model made from words or on-topic pages alone from what its crawl found: the
+        pages the crawl judged relevant against the rest it fetched, the user's own pages and any
+        labels people gave kept in."""
+        from focuscrawl.relevance import ExamplesError, TrainingError, load_examples, train_topic_model
+        from focuscrawl.relevance.examples import examples_from_sources, judged_by_crawl, merge_examples
+        from focuscrawl.store import is_crawl_store
+
+        stores = [a for a in args if Path(a).is_file() and is_crawl_store(a)]
+        if not stores:
+            raise CommandError(f"{base_path} was made from words or on-topic pages alone: retrain it from the crawl "
+                               "store of a crawl that used it")
+        try:
+            lists = [judged_by_crawl(path) for path in stores]
+            if base.metadata.get("sources"):
+                lists.insert(0, examples_from_sources(base.metadata["sources"], links=False))
+            try:
+                lists.append(load_examples(args, labels_path=opts.labels, links=False))
+            except ExamplesError:
+                pass  # no page has a person's label: the crawl's judgement stands alone
+            examples = merge_examples(*lists)
+            positive = [p for p in base.positive_labels if p != ON_TOPIC] + [ON_TOPIC]
+            model, report = train_topic_model(examples, positive, cv_folds=folds, link_model=False)
+        except (ExamplesError, TrainingError) as exc:
+            raise CommandError(str(exc)) from None
+        model.metadata["retrained_from_crawl"] = {"model": str(base_path), "stores": [str(Path(s).resolve()) for s in stores]}
+        for key in ("query", "start"):
+            if key in base.metadata:
+                model.metadata[key] = base.metadata[key]
+        print(f"retraining {base_path} (made from {'words' if base.metadata.get('start') == 'query' else 'on-topic pages alone'}) "
+              f"from what its crawl found: the pages it judged relevant against the rest it fetched")
+        for label, count in report["examples_per_class"].items():
+            mark = "  (positive)" if label in positive else ""
+            print(f"  {label:<20} {count:>7}{mark}")
+        print(f"positive: {report['n_positive']}  negative: {report['n_negative']}")
+        _print_off_topic(report["off_topic"])
+        try:
+            model.save(output)
+        except OSError as exc:
+            raise CommandError(f"cannot write model to {output}: {exc.strerror or exc}") from None
+        print(f"model written to {output}")
 
     def _fetch_urls(self, path: str, output: Path, positive: list[str]) -> str:
         """Fetch the URLs of ``path`` as on-topic examples; write them as JSON lines beside the
@@ -213,6 +265,7 @@ class Command(FocusCommand):
             model = build_query_model(opts.query)
         except TrainingError as exc:
             raise CommandError(str(exc)) from None
+        model.metadata["grow"] = bool(opts.grow)
         terms = model.metadata["query_terms"]
         print(f"query: {len(terms)} word(s), each weighed by its rarity in the background corpus "
               f"({model.metadata['off_topic']['pages']} pages):")

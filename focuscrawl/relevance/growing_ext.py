@@ -1,8 +1,9 @@
 """The Scrapy part that grows the topic model as the crawl goes (``relevance.growing``).
 
-On by ``FOCUS_GROW_MODEL``, or, when that is unset, by the model's own metadata: a model made
-from words (``scrapy train --query``) or from on-topic pages alone (against the background
-corpus) grows; a model trained from labelled examples of both kinds does not. It keeps the pages
+On by ``FOCUS_GROW_MODEL``, or, when that is unset, by the model's own metadata: ``scrapy train
+--grow`` writes ``"grow": true`` into a model made from words or from on-topic pages alone. Off
+otherwise: on WebKB a grown model has not yet beaten the one it started from (docs/research.md).
+It keeps the pages
 the spider scores (``page_scored``), and when their number reaches ``FOCUS_GROW_FIRST``, then
 twice as many, and so on, trains a model from them in a worker thread (the reactor's thread
 pool: the crawl's downloads and callbacks go on meanwhile), then hands it to the spider
@@ -27,12 +28,9 @@ from focuscrawl.relevance.growing import ModelGrower
 
 logger = logging.getLogger(__name__)
 
-#: how a model says it was made from little: these grow unless FOCUS_GROW_MODEL says otherwise
-GROWING_STARTS = ("query", "background")
-
-
 def grows_by_default(model) -> bool:
-    return (model.metadata.get("off_topic") or {}).get("kind") in GROWING_STARTS
+    """A model asks to grow in its metadata (``scrapy train --grow``)."""
+    return model.metadata.get("grow") is True
 
 
 class GrowModel:
