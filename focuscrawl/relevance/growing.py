@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from focuscrawl.relevance.model import TopicModel, build_pipeline, model_document
+from focuscrawl.relevance.model import TopicModel, _logit, _sigmoid, build_pipeline, model_document
 
 #: probability (at the model's own base rate) from which a fetched page counts as on topic
 CONFIDENT = 0.5
@@ -52,6 +52,7 @@ class ModelGrower:
     first: int = 100  # the first round after this many pages
     max_pages: int = 4000
     max_chars: int = 5000  # the start of a page says what it is about (and keeps memory bounded)
+    combine: bool = False  # a page's score adds the prior's evidence to the grown model's (GrownModel)
 
     def __post_init__(self):
         self.pages: deque[tuple[str, str]] = deque(maxlen=self.max_pages)
@@ -92,9 +93,12 @@ class ModelGrower:
             report["skipped"] = f"fewer than {MIN_CLASS} pages on one side"
             return None, report
         pipeline = build_pipeline(len(y)).fit([model_document(t, x) for t, x in snapshot.docs], y)
-        metadata = {**self.prior.metadata, "n_positive": n_pos, "n_negative": n_neg, "even_odds": None,
-                    "grown": [*self.history, report]}
-        return GrownModel(pipeline, metadata, self.prior.link_pipeline, links_by=self.prior), report
+        # combined, both parts are on the balanced scale: even odds at 0.5, as the prior's; alone,
+        # the grown classifier's even odds is the crawl's own share of pages not found
+        metadata = {**self.prior.metadata, "n_positive": n_pos, "n_negative": n_neg,
+                    "even_odds": 0.5 if self.combine else None, "grown": [*self.history, report]}
+        return GrownModel(pipeline, metadata, self.prior.link_pipeline, links_by=self.prior,
+                          combine=self.combine), report
 
     def adopt(self, model: TopicModel, report: dict) -> None:
         """The crawl now scores with ``model`` (a round's result)."""
@@ -106,11 +110,24 @@ class GrownModel(TopicModel):
     """A model grown from the crawl's pages that values links as its prior does. The grown
     classifier reads whole pages: trained on thousands of words a page, it has little to say
     about a link's five (its scores of links crowd around its intercept), where the prior, made
-    for the user's words, reads a link's anchor and URL as well as a page."""
+    for the user's words, reads a link's anchor and URL as well as a page.
 
-    def __init__(self, pipeline, metadata=None, link_pipeline=None, links_by: TopicModel | None = None):
+    With ``combine``, a page's score adds the prior's log-odds to the grown classifier's (both
+    are evidence on the balanced scale: the naive-Bayes sum ``with_link_evidence`` makes too), so
+    what the crawl taught cannot drown what the user asked for."""
+
+    def __init__(self, pipeline, metadata=None, link_pipeline=None, links_by: TopicModel | None = None,
+                 combine: bool = False):
         super().__init__(pipeline, metadata, link_pipeline)
         self.links_by = links_by
+        self.combine = combine and links_by is not None
+
+    def score_many(self, docs):
+        grown = super().score_many(docs)
+        if not self.combine or not grown:
+            return grown
+        prior = self.links_by.score_many(docs)
+        return [_sigmoid(_logit(g) + _logit(p)) for g, p in zip(grown, prior)]
 
     def score_links(self, links):
         if self.link_pipeline is None and self.links_by is not None:
