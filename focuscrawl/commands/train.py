@@ -15,7 +15,7 @@ class Command(FocusCommand):
 
     def syntax(self) -> str:
         return ("EXAMPLES... [--positive LABEL[,LABEL]] [--base MODEL] -o models/NAME.joblib [options]\n"
-                "       scrapy train --query \"WORDS\" -o models/NAME.joblib")
+                "  scrapy train --query \"WORDS\" -o models/NAME.joblib   (or --urls FILE)")
 
     def short_desc(self) -> str:
         return "Train the topic model that scores pages, from labelled examples"
@@ -34,7 +34,12 @@ class Command(FocusCommand):
             "are read without --labels. Retraining: `scrapy train CRAWL.db -o NEW` takes the model the "
             "crawl used (or --base MODEL), reads again the examples it was trained on (a model records "
             "where they came from) and adds the labelled pages: on-topic counts as the model's positive "
-            "labels, off-topic as negative."
+            "labels, off-topic as negative. "
+            "Starting from little: EXAMPLES that are all on topic train against focuscrawl's background "
+            "corpus (Debian package descriptions; said in the report and the model's metadata); --query "
+            "WORDS writes a model from words alone; --urls FILE fetches on-topic pages politely. A crawl "
+            "from such a model can grow it from its own pages (--grow, FOCUS_GROW_MODEL), and "
+            "`scrapy train CRAWL.db -o NEW` retrains it from what the crawl judged relevant."
         )
 
     def add_options(self, parser) -> None:
@@ -42,8 +47,7 @@ class Command(FocusCommand):
         group = parser.add_argument_group(title="Training")
         group.add_argument("--query", metavar="WORDS",
                            help="build the model from words alone (\"course syllabus lecture homework\"): a "
-                                "page or link scores by how much of the query it uses; the crawl grows a "
-                                "trained model from the pages that match it")
+                                "page or link scores by how much of the query it uses")
         group.add_argument("--urls", metavar="FILE",
                            help="on-topic pages by address, one URL a line: fetched politely (robots.txt, "
                                 "focuscrawl's User-Agent, the http_proxy of the environment, no private "
