@@ -191,3 +191,24 @@ def test_a_crawl_from_words_grows_its_model_in_a_worker_thread(demo_web, demo_fi
     assert "'focus/grow/rounds'" in log and "Traceback" not in log
     items = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
     assert items  # the crawl went on scoring and exporting with the grown model
+
+
+def test_a_combined_grown_model_adds_the_priors_evidence_and_reads_links_as_the_prior():
+    import math
+
+    rng = random.Random(4)
+    prior = build_query_model("syllabus homework", background_docs=["software"] * 3)
+    grower = ModelGrower(prior, first=20, combine=True)
+    for i in range(60):
+        grower.add("course" if i % 3 == 0 else "person",
+                   ("syllabus homework " + page(COURSE, rng, 20)) if i % 3 == 0 else page(PEOPLE, rng))
+    model, _ = grower.grow(grower.training_set())
+    doc = ("CS 302", "syllabus midterm textbook")
+    alone = ModelGrower(prior, first=20)
+    alone.pages = grower.pages
+    grown_alone, _ = alone.grow(alone.training_set())
+    logit = lambda p: math.log(p / (1 - p))  # noqa: E731
+    assert logit(model.score(*doc)) == pytest.approx(logit(grown_alone.score(*doc)) + logit(prior.score(*doc)), abs=1e-6)
+    assert model.even_odds_score == 0.5
+    links = [("Homework 1", "", "http://u/hw1.html"), ("Jane", "", "http://u/~jane/")]
+    assert model.score_links(links) == prior.score_links(links)
