@@ -83,7 +83,7 @@ class Command(FocusCommand):
         if opts.query is not None:
             return self._query(args, opts)
         if not args and not opts.urls:
-            raise CommandError(f"no examples given: scrapy train {self.syntax()}")
+            raise CommandError(f"no examples given: scrapy train {self.syntax().splitlines()[0]} (or --query WORDS, --urls FILE)")
         if not opts.output:
             raise CommandError("no output path: add -o models/NAME.joblib")
         positive = [p.strip() for p in (opts.positive or "").split(",") if p.strip()]
