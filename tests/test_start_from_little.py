@@ -212,3 +212,23 @@ def test_a_combined_grown_model_adds_the_priors_evidence_and_reads_links_as_the_
     assert model.even_odds_score == 0.5
     links = [("Homework 1", "", "http://u/hw1.html"), ("Jane", "", "http://u/~jane/")]
     assert model.score_links(links) == prior.score_links(links)
+
+
+# --- fetching on-topic pages by URL: who resolves a name ----------------------------------------
+
+def test_a_name_is_judged_by_its_addresses_unless_a_proxy_resolves_it():
+    from focuscrawl.relevance.fetch import PoliteFetcher, Refused
+    from focuscrawl.safety import NetworkPolicy
+
+    through_proxy = PoliteFetcher("ua", "bot", NetworkPolicy(), proxies={"http": "http://127.0.0.1:9", "no": "localhost"})
+    through_proxy.check("http://example.com/page")  # the proxy resolves it: no lookup here
+    with pytest.raises(Refused, match="private_network/loopback"):
+        through_proxy.check("http://localhost/page")  # no_proxy: fetched directly, so resolved and judged
+    with pytest.raises(Refused, match="private_network/loopback"):
+        through_proxy.check("http://127.0.0.1/page")  # an address in a URL, always judged
+    with pytest.raises(Refused, match="not an http"):
+        through_proxy.check("file:///etc/passwd")
+    direct = PoliteFetcher("ua", "bot", NetworkPolicy(), proxies={})
+    with pytest.raises(Refused, match="localhost resolves to"):
+        direct.check("http://localhost/page")
+    PoliteFetcher("ua", "bot", NetworkPolicy(allow_all=True), proxies={}).check("http://localhost/page")

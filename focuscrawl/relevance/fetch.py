@@ -76,7 +76,7 @@ class PoliteFetcher:
         why = self.policy.host_refusal(parts.hostname)
         if why:
             raise Refused(f"refused: {why}")
-        if host_address(parts.hostname) is None and not self._proxied(parts.scheme):
+        if host_address(parts.hostname) is None and not self._proxied(parts.scheme, parts.hostname):
             try:
                 infos = socket.getaddrinfo(parts.hostname, parts.port or None, proto=socket.IPPROTO_TCP)
             except OSError as exc:
@@ -86,8 +86,15 @@ class PoliteFetcher:
                 if why:
                     raise Refused(f"refused: {why} ({parts.hostname} resolves to {info[4][0]})")
 
-    def _proxied(self, scheme: str) -> bool:
-        return bool(self.proxies.get(scheme) or self.proxies.get("all"))
+    def _proxied(self, scheme: str, host: str) -> bool:
+        """The request goes through a proxy (which resolves the name), not straight to the host
+        (no proxy for its scheme, or ``no_proxy`` names the host)."""
+        if not (self.proxies.get(scheme) or self.proxies.get("all")):
+            return False
+        no_proxy = self.proxies.get("no")
+        if no_proxy is not None:
+            return not urllib.request.proxy_bypass_environment(host, {"no": no_proxy})
+        return not urllib.request.proxy_bypass(host)
 
     def _get(self, url: str) -> tuple[int, str, bytes]:
         host = urlsplit(url).hostname or ""
