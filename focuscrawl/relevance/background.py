@@ -155,7 +155,8 @@ def main(argv=None) -> int:
         print(f"error: no package description in {args.lists}: run apt-get update -o Acquire::Languages=en first",
               file=sys.stderr)
         return 2
-    with gzip.GzipFile(args.output, "wb", mtime=0) as raw:
+    # no name and no time in the gzip header: a rebuild from the same lists is the same bytes
+    with open(args.output, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0) as raw:
         for page in pages:
             raw.write((json.dumps(page, sort_keys=True) + "\n").encode("utf-8"))
     print(f"{len(pages)} background pages written to {args.output} ({args.output.stat().st_size:,} bytes)")
