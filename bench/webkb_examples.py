@@ -3,6 +3,8 @@ web graph they came from.
 
     python bench/webkb_examples.py ../shared/webkb -o misc.jsonl
     scrapy train misc.jsonl --positive faculty -o DIR/faculty.joblib
+    python bench/webkb_examples.py ../shared/webkb -o ten-course.jsonl --label course --count 10 --seed 0
+    scrapy train ten-course.jsonl --positive course -o DIR/ten-course.joblib   # on-topic pages alone
 
 The pages are those of the "misc" universities (every host but the four departments the
 benchmark crawls), one ``{"url", "title", "text", "label"}`` object per line. A model trained from
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 from pathlib import Path
 
 from focuscrawl.relevance import load_examples
@@ -25,9 +28,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("webkb", type=Path, help="the folder with webkb.warc.gz and labels.tsv")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the JSON-lines file to write")
+    parser.add_argument("--label", help="only pages with this label (a start from on-topic pages alone)")
+    parser.add_argument("--count", type=int, help="at most this many pages, drawn with --seed")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     examples = load_examples([args.webkb / "webkb.warc.gz"], labels_path=args.webkb / "labels.tsv",
                              exclude_host=HELD_OUT, links=False)
+    if args.label:
+        examples = [e for e in examples if e.label == args.label]
+    if args.count is not None:
+        random.Random(args.seed).shuffle(examples)
+        examples = examples[:args.count]
     with args.output.open("w", encoding="utf-8") as out:
         for example in examples:
             out.write(json.dumps({"url": example.url, "title": example.title, "text": example.text,

@@ -72,6 +72,8 @@ COMPONENTS: dict[str, dict[str, int | None]] = {
         "focuscrawl.memory.MemoryTrim": 0,
         "focuscrawl.observe.progress.Progress": 400,
         "focuscrawl.observe.console.ConsoleExtension": 500,
+        # grows a model made from words or on-topic pages alone from the crawl's pages (FOCUS_GROW_MODEL)
+        "focuscrawl.relevance.growing_ext.GrowModel": 600,
     },
     # Before a project's own pipelines (300 in Scrapy's template): a page record of a project's
     # spider is judged and stored, then leaves, so the project's pipelines see only its own items.

@@ -180,6 +180,18 @@ class FocusConfig:
     model: str | None = setting(
         "FOCUS_MODEL", None, _optional(_text),
         "Path of the topic model (joblib); the spider argument -a model= overrides it.")
+    grow_model: bool | None = setting(
+        "FOCUS_GROW_MODEL", None, _optional(_bool),
+        "Grow the topic model from the crawl's own pages (self-training, in a worker thread, as the "
+        "fetched pages double from FOCUS_GROW_FIRST): the pages it counts as found against every other "
+        "page fetched. None: as the model's metadata says (scrapy train --grow).")
+    grow_first: int = setting(
+        "FOCUS_GROW_FIRST", 100, _number(int, 10),
+        "Fetched pages before the first round of FOCUS_GROW_MODEL; each later round comes at twice as many.")
+    grow_max_pages: int = setting(
+        "FOCUS_GROW_MAX_PAGES", 4000, _number(int, 100),
+        "Fetched pages FOCUS_GROW_MODEL keeps to train from (the first 5,000 characters of each; the "
+        "oldest dropped first): its memory bound.")
     # --- output ------------------------------------------------------------------------------
     store: str | None = setting(
         "FOCUS_STORE", None, _optional(_text),

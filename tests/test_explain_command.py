@@ -94,6 +94,28 @@ def test_page_without_a_recorded_explanation_says_so(store, tmp_path):
     assert "referrer (seed)" in result.stdout
 
 
+def test_a_fetched_page_says_which_words_made_its_score(tmp_path):
+    from focuscrawl.relevance.query import build_query_model
+
+    model_path = tmp_path / "q.joblib"
+    build_query_model("course syllabus homework", background_docs=["software"] * 3).save(model_path)
+    path = tmp_path / "crawl.db"
+    with CrawlStore(path) as db:
+        db.begin_crawl(model=str(model_path))
+        db.add_page(PageItem(url="http://a.test/cs302", final_url="http://a.test/cs302", status=200, title="CS 302",
+                             text="The syllabus, then homework every week.", score=0.7, relevant=True))
+    result = explain(tmp_path, "http://a.test/cs302", "--store", str(path))
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines() if "page words" in line)
+    assert "syllabus +" in line and "homework +" in line and "course" not in line.split(";")[0]
+    assert str(model_path) in line and "FOCUS_GROW_MODEL" in line
+    (answer,) = json_lines(explain(tmp_path, "http://a.test/cs302", "--store", str(path), "--json"))
+    assert {term for term, _ in answer["fetched"][0]["words"]} == {"syllabus", "homework"}
+    model_path.unlink()  # a model that is gone: the page is explained all the same, its words are not
+    result = explain(tmp_path, "http://a.test/cs302", "--store", str(path))
+    assert result.returncode == 0 and "page words not explained: model file not found" in result.stdout
+
+
 def test_unknown_url_is_one_line_and_exit_code_1(store, tmp_path):
     result = explain(tmp_path, "http://a.test/guide?b=2&a=1", "http://nowhere.test/page", "--store", str(store))
     assert result.returncode == 1

@@ -284,7 +284,7 @@ def test_training_refuses_unknown_label(pages):
 
 def test_training_refuses_without_negatives(pages):
     with pytest.raises(TrainingError, match="negative"):
-        train_topic_model(examples_of(pages[:12]), ["course"])
+        train_topic_model(examples_of(pages[:12]), ["course"], background=False)
     with pytest.raises(TrainingError, match="no training examples"):
         train_topic_model([], ["course"])
     with pytest.raises(TrainingError, match="no positive label"):

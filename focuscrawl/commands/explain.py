@@ -123,6 +123,7 @@ class Command(FocusCommand):
         found: dict[str, list[dict]] = {url: [] for url in urls}
         try:
             with CrawlStore(path, create=False) as store:
+                model, model_note = _crawl_model(store)
                 for url in urls:  # the cheap way first: the indexed requested URL
                     page = store.get_page(url) or store.get_page(canonicalize(url))
                     if page is not None:
@@ -141,7 +142,8 @@ class Command(FocusCommand):
                                 found[url].append(page)
         except StoreError as exc:
             raise CommandError(str(exc)) from None
-        return {url: [_page_summary(page, top) for page in pages] for url, pages in found.items()}
+        return {url: [_with_words(_page_summary(page, top), page, model, model_note, top) for page in pages]
+                for url, pages in found.items()}
 
     # --- the frontier checkpoint --------------------------------------------------------------
     @staticmethod
@@ -276,6 +278,36 @@ def _page_summary(page: dict, top: int) -> dict:
     return summary
 
 
+def _crawl_model(store) -> tuple[Any, str]:
+    """The topic model the store's newest crawl used, and a note on it (None and why not when it
+    cannot be read: explaining a page's words is then left out, the rest is not)."""
+    recorded = store.crawl_model()
+    if recorded is None:
+        return None, "the crawl recorded no topic model"
+    path = recorded[0]
+    from focuscrawl.relevance import ModelError, TopicModel  # scikit-learn: only when a page is explained
+
+    try:
+        model = TopicModel.load(path)
+    except ModelError as exc:
+        return None, str(exc)
+    note = path
+    if (model.metadata.get("off_topic") or {}).get("kind") in ("query", "background"):
+        note += (" (as it was at the start: a crawl that grew it scored later pages with what it learned, "
+                 "FOCUS_GROW_MODEL)")
+    return model, note
+
+
+def _with_words(summary: dict, page: dict, model, note: str, top: int) -> dict:
+    """The page's words that moved its score most under the crawl's topic model."""
+    if page.get("title") or page.get("text"):
+        summary["model"] = note
+        if model is not None:
+            summary["words"] = [list(part) for part in model.explain(page.get("title") or "", page.get("text") or "",
+                                                                      max(top, 5))]
+    return summary
+
+
 def _format_page(asked: str, page: dict) -> str:
     score = "unscored" if page["score"] is None else f"{page['score']:.4f}"
     if page.get("page_score") is not None and page.get("link_score") is not None:
@@ -296,6 +328,11 @@ def _format_page(asked: str, page: dict) -> str:
         lines.append(f"  a revisit found it changed; revisited because: {page['revisit']}")
     else:
         lines.append(f"  priority at dequeue {priority}; why: {format_why(page['why'])}")
+    if page.get("words") is not None:
+        words = ", ".join(f"{term} {weight:+.2f}" for term, weight in page["words"]) or "none it weighs"
+        lines.append(f"  page words behind its score (log-odds): {words}; model {page['model']}")
+    elif page.get("model"):
+        lines.append(f"  page words not explained: {page['model']}")
     if page.get("render"):
         lines.append(f"  rendered in a browser (FOCUS_RENDER) because: {page['render']}")
     if page.get("document"):

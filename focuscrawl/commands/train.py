@@ -14,7 +14,8 @@ class Command(FocusCommand):
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:
-        return "EXAMPLES... [--positive LABEL[,LABEL]] [--base MODEL] -o models/NAME.joblib [options]"
+        return ("EXAMPLES... [--positive LABEL[,LABEL]] [--base MODEL] -o models/NAME.joblib [options]\n"
+                "  scrapy train --query \"WORDS\" -o models/NAME.joblib   (or --urls FILE)")
 
     def short_desc(self) -> str:
         return "Train the topic model that scores pages, from labelled examples"
@@ -33,12 +34,27 @@ class Command(FocusCommand):
             "are read without --labels. Retraining: `scrapy train CRAWL.db -o NEW` takes the model the "
             "crawl used (or --base MODEL), reads again the examples it was trained on (a model records "
             "where they came from) and adds the labelled pages: on-topic counts as the model's positive "
-            "labels, off-topic as negative."
+            "labels, off-topic as negative. "
+            "Starting from little: EXAMPLES that are all on topic train against focuscrawl's background "
+            "corpus (Debian package descriptions; said in the report and the model's metadata); --query "
+            "WORDS writes a model from words alone; --urls FILE fetches on-topic pages politely. A crawl "
+            "from such a model can grow it from its own pages (--grow, FOCUS_GROW_MODEL), and "
+            "`scrapy train CRAWL.db -o NEW` retrains it from what the crawl judged relevant."
         )
 
     def add_options(self, parser) -> None:
         super().add_options(parser)
         group = parser.add_argument_group(title="Training")
+        group.add_argument("--query", metavar="WORDS",
+                           help="build the model from words alone (\"course syllabus lecture homework\"): a "
+                                "page or link scores by how much of the query it uses")
+        group.add_argument("--urls", metavar="FILE",
+                           help="on-topic pages by address, one URL a line: fetched politely (robots.txt, "
+                                "focuscrawl's User-Agent, the http_proxy of the environment, no private "
+                                "networks) and kept beside the model as OUTPUT.urls.jsonl")
+        group.add_argument("--grow", action="store_true",
+                           help="a model from words or on-topic pages alone: mark it to grow from the crawl's "
+                                "pages as the crawl goes (FOCUS_GROW_MODEL overrides)")
         group.add_argument("--positive", metavar="LABEL[,LABEL]",
                            help="label(s) that are on topic; every other label is off topic (default with --base, "
                                 "or retraining the model a crawl used, that model's positive labels)")
@@ -57,12 +73,17 @@ class Command(FocusCommand):
         # Parsed here, not by argparse, so a bad value is one clear error line.
         group.add_argument("--no-link-model", action="store_true",
                            help="do not train the link model from the links of WARC inputs and crawl stores")
+        group.add_argument("--no-background", action="store_true",
+                           help="refuse examples that are all on topic instead of contrasting them with "
+                                "focuscrawl's background corpus (Debian package descriptions)")
         group.add_argument("--cv-folds", metavar="N", default="5",
                            help="cross-validation folds (default 5; 0 skips cross-validation)")
 
     def execute(self, args: list[str], opts) -> None:
-        if not args:
-            raise CommandError(f"no examples given: scrapy train {self.syntax()}")
+        if opts.query is not None:
+            return self._query(args, opts)
+        if not args and not opts.urls:
+            raise CommandError(f"no examples given: scrapy train {self.syntax().splitlines()[0]} (or --query WORDS, --urls FILE)")
         if not opts.output:
             raise CommandError("no output path: add -o models/NAME.joblib")
         positive = [p.strip() for p in (opts.positive or "").split(",") if p.strip()]
@@ -78,11 +99,16 @@ class Command(FocusCommand):
         if output.is_dir():
             raise CommandError(f"-o {output} is a folder; give a file name such as {output}/model.joblib")
 
+        if opts.urls:
+            args = [*args, self._fetch_urls(opts.urls, output, positive)]
+            positive = positive or [ON_TOPIC]
         base_path = opts.base or (None if positive else _crawl_model(args))
         try:
             base = TopicModel.load(base_path) if base_path else None
         except ModelError as exc:
             raise CommandError(str(exc)) from None
+        if base is not None and (base.metadata.get("off_topic") or {}).get("kind") in ("query", "background"):
+            return self._from_crawl(args, opts, base, base_path, output, folds)
         if base is not None:
             if not base.metadata.get("sources"):
                 raise CommandError(f"{base_path} does not record the examples it was trained on (trained by an "
@@ -106,7 +132,7 @@ class Command(FocusCommand):
                     positive = [ON_TOPIC]  # a store labelled only by people
                 else:
                     raise CommandError("no positive label: add --positive LABEL[,LABEL] (or --base MODEL)")
-            model, report = train_topic_model(examples, positive, cv_folds=folds)
+            model, report = train_topic_model(examples, positive, cv_folds=folds, background=not opts.no_background)
         except (ExamplesError, TrainingError) as exc:
             raise CommandError(str(exc)) from None
 
@@ -117,6 +143,12 @@ class Command(FocusCommand):
             mark = "  (positive)" if label in positive else ""
             print(f"  {label:<20} {count:>7}{mark}")
         print(f"positive: {report['n_positive']}  negative: {report['n_negative']}")
+        _print_off_topic(report["off_topic"])
+        if opts.grow:
+            if report["off_topic"].get("kind") != "background":
+                raise CommandError("--grow is for a model from words or on-topic pages alone; this one has "
+                                   "off-topic examples")
+            model.metadata["grow"] = True
         cv = report["cv"]
         if cv:
             print(
@@ -133,6 +165,130 @@ class Command(FocusCommand):
         except OSError as exc:
             raise CommandError(f"cannot write model to {output}: {exc.strerror or exc}") from None
         print(f"model written to {output}")
+
+
+    def _from_crawl(self, args, opts, base, base_path, output: Path, folds: int) -> None:
+        """Retrain a model made from words or on-topic pages alone from what its crawl found: the
+        pages the crawl judged relevant against the rest it fetched, the user's own pages and any
+        labels people gave kept in."""
+        from focuscrawl.relevance import ExamplesError, TrainingError, load_examples, train_topic_model
+        from focuscrawl.relevance.examples import examples_from_sources, judged_by_crawl, merge_examples
+        from focuscrawl.store import is_crawl_store
+
+        stores = [a for a in args if Path(a).is_file() and is_crawl_store(a)]
+        if not stores:
+            raise CommandError(f"{base_path} was made from words or on-topic pages alone: retrain it from the crawl "
+                               "store of a crawl that used it")
+        try:
+            lists = [judged_by_crawl(path) for path in stores]
+            if base.metadata.get("sources"):
+                lists.insert(0, examples_from_sources(base.metadata["sources"], links=False))
+            try:
+                lists.append(load_examples(args, labels_path=opts.labels, links=False))
+            except ExamplesError:
+                pass  # no page has a person's label: the crawl's judgement stands alone
+            examples = merge_examples(*lists)
+            positive = [p for p in base.positive_labels if p != ON_TOPIC] + [ON_TOPIC]
+            model, report = train_topic_model(examples, positive, cv_folds=folds, link_model=False)
+        except (ExamplesError, TrainingError) as exc:
+            raise CommandError(str(exc)) from None
+        model.metadata["retrained_from_crawl"] = {"model": str(base_path), "stores": [str(Path(s).resolve()) for s in stores]}
+        for key in ("query", "start"):
+            if key in base.metadata:
+                model.metadata[key] = base.metadata[key]
+        print(f"retraining {base_path} (made from {'words' if base.metadata.get('start') == 'query' else 'on-topic pages alone'}) "
+              f"from what its crawl found: the pages it judged relevant against the rest it fetched")
+        for label, count in report["examples_per_class"].items():
+            mark = "  (positive)" if label in positive else ""
+            print(f"  {label:<20} {count:>7}{mark}")
+        print(f"positive: {report['n_positive']}  negative: {report['n_negative']}")
+        _print_off_topic(report["off_topic"])
+        try:
+            model.save(output)
+        except OSError as exc:
+            raise CommandError(f"cannot write model to {output}: {exc.strerror or exc}") from None
+        print(f"model written to {output}")
+
+    def _fetch_urls(self, path: str, output: Path, positive: list[str]) -> str:
+        """Fetch the URLs of ``path`` as on-topic examples; write them as JSON lines beside the
+        model (the model records where its examples are, for retraining and for growing)."""
+        import json
+
+        from focuscrawl.relevance.fetch import PoliteFetcher, read_url_list
+        from focuscrawl.safety import NetworkPolicy
+
+        try:
+            urls = read_url_list(path)
+        except OSError as exc:
+            raise CommandError(f"cannot read --urls {path}: {exc.strerror or exc}") from None
+        if not urls:
+            raise CommandError(f"--urls {path} lists no URL (one a line)")
+        from scrapy.settings.default_settings import USER_AGENT as SCRAPY_USER_AGENT
+
+        from focuscrawl import BOT_NAME, DEFAULT_USER_AGENT
+
+        config = self.config()
+        user_agent, robots_agent = self.settings.get("USER_AGENT"), config.robots_agent
+        if not user_agent or user_agent == SCRAPY_USER_AGENT:  # run outside the project: say who we are
+            user_agent, robots_agent = DEFAULT_USER_AGENT, BOT_NAME
+        fetcher = PoliteFetcher(user_agent, robots_agent, NetworkPolicy.from_config(config),
+                                # Scrapy's own default is no delay: a second a host unless a project or -s says
+                                delay=config.download_delay if self.settings.getpriority("DOWNLOAD_DELAY") >= 20 else 1.0)
+        print(f"fetching {len(urls)} URL(s) from {path} (robots.txt obeyed, one request a second a host)")
+        fetched = fetcher.fetch_all(urls, positive[0] if positive else ON_TOPIC)
+        for url, why in fetched.failed:
+            print(f"  skipped {url}: {why}")
+        if not fetched.examples:
+            url, why = fetched.failed[0]
+            raise CommandError(f"none of the {len(urls)} URL(s) in {path} gave a page (the first, {url}: {why})")
+        pages = output.with_name(output.name + ".urls.jsonl")
+        try:
+            pages.parent.mkdir(parents=True, exist_ok=True)
+            with pages.open("w", encoding="utf-8") as fh:
+                for e in fetched.examples:
+                    fh.write(json.dumps({"url": e.url, "title": e.title, "text": e.text, "label": e.label}) + "\n")
+        except OSError as exc:
+            raise CommandError(f"cannot write the fetched pages to {pages}: {exc.strerror or exc}") from None
+        print(f"  {len(fetched.examples)} page(s) fetched, kept in {pages}")
+        return str(pages)
+
+    def _query(self, args: list[str], opts) -> None:
+        if args:
+            raise CommandError("--query builds a model from words alone: give no EXAMPLES with it")
+        if not opts.output:
+            raise CommandError("no output path: add -o models/NAME.joblib")
+        if not opts.query.strip():
+            raise CommandError("--query is empty: give the words a page about the topic would use")
+        from focuscrawl.relevance import TrainingError
+        from focuscrawl.relevance.query import build_query_model
+
+        output = Path(opts.output)
+        if output.is_dir():
+            raise CommandError(f"-o {output} is a folder; give a file name such as {output}/model.joblib")
+        try:
+            model = build_query_model(opts.query)
+        except TrainingError as exc:
+            raise CommandError(str(exc)) from None
+        model.metadata["grow"] = bool(opts.grow)
+        terms = model.metadata["query_terms"]
+        print(f"query: {len(terms)} word(s), each weighed by its rarity in the background corpus "
+              f"({model.metadata['off_topic']['pages']} pages):")
+        print("  " + "  ".join(f"{term} {weight:.2f}" for term, weight in terms.items()))
+        print("a page scores by the share of the query's weight it uses (plural and singular forms alike): "
+              "half of it is even odds")
+        try:
+            model.save(output)
+        except OSError as exc:
+            raise CommandError(f"cannot write model to {output}: {exc.strerror or exc}") from None
+        print(f"model written to {output}")
+
+
+def _print_off_topic(off_topic: dict) -> None:
+    if off_topic.get("kind") != "background":
+        return
+    print(f"off topic: no example is, so {off_topic['pages']} background pages stand for the rest of the web: "
+          f"{off_topic['source']} ({off_topic['licence']}). Pages about software count as off topic, everything "
+          "else merely unlike the examples; label what the crawl finds to sharpen it")
 
 
 def _print_link_report(links: dict | None, examples, asked: bool = True, why: str = "--no-link-model") -> None:

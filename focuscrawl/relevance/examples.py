@@ -476,3 +476,31 @@ def _read_store_links(store, path: Path, web: LinkedWeb, notes: list[str]) -> No
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+#: the label of a crawled page the crawl did not judge relevant (``judged_by_crawl``)
+CRAWLED = "crawled"
+
+
+def judged_by_crawl(path) -> ExampleList:
+    """A crawl store's fetched pages as the crawl judged them: relevant ones ``on-topic``, the
+    others ``crawled`` (unlabelled pages, standing for off topic). What a crawl that started
+    from words or a few pages learned, kept for ``scrapy train CRAWL.db``."""
+    from focuscrawl.labelling.labels import ON_TOPIC
+    from focuscrawl.store import CrawlStore, StoreError
+
+    out = ExampleList()
+    try:
+        with CrawlStore(str(path), create=False) as store:
+            for page in store.iter_pages():
+                title, text = page.get("title") or "", page.get("text") or ""
+                if page.get("status") != 200 or not (title or text):
+                    out.skipped["no text"] += 1
+                    continue
+                out.append(Example(page.get("final_url") or page["url"], title, text,
+                                   ON_TOPIC if page.get("relevant") else CRAWLED))
+    except StoreError as exc:
+        raise ExamplesError(_first_line(exc)) from None
+    except Exception as exc:  # sqlite3.DatabaseError and friends: a damaged store
+        raise ExamplesError(f"cannot read crawl store {path}: {_first_line(exc)}") from None
+    return out

@@ -123,6 +123,9 @@ class TopicModel:
         counts a page as a hit from this score: crediting borderline look-alikes (a course's
         syllabus for a course) sends the crawl after more of them (on WebKB, a real course crawl
         at 0.5 spent requests 200-400 on syllabi and TA lists)."""
+        even_odds = self.metadata.get("even_odds")
+        if isinstance(even_odds, float) and 0.0 < even_odds < 1.0:
+            return even_odds  # a model whose training share of negatives is no base rate (a background's size)
         n_pos, n_neg = self.metadata.get("n_positive"), self.metadata.get("n_negative")
         if not isinstance(n_pos, int) or not isinstance(n_neg, int) or n_pos <= 0 or n_neg <= 0:
             return 0.5
@@ -172,6 +175,20 @@ class TopicModel:
         if self.link_pipeline is not None:
             return self._proba(self.link_pipeline, links)
         return self.score_many([(anchor, f"{context} {' '.join(url_tokens(url))}") for anchor, context, url in links])
+
+    def explain(self, title: str, text: str, top: int = 5) -> list[tuple[str, float]]:
+        """The words that moved a page's score most: ``(term, contribution to the log-odds)``,
+        largest first by size, for a linear pipeline (TF-IDF then logistic regression; empty for
+        another). A model made from words lists the query's words the page uses."""
+        steps = getattr(self.pipeline, "steps", [])
+        if len(steps) != 2 or not hasattr(steps[1][1], "coef_") or not hasattr(steps[0][1], "get_feature_names_out"):
+            return []
+        vectorizer, classifier = steps[0][1], steps[1][1]
+        row = vectorizer.transform([model_document(title, text)]).tocsr()
+        terms = vectorizer.get_feature_names_out()
+        parts = [(str(terms[j]), float(value * classifier.coef_[0][j])) for j, value in zip(row.indices, row.data)]
+        parts.sort(key=lambda part: -abs(part[1]))
+        return [(term, round(weight, 4)) for term, weight in parts[:max(int(top), 0)] if weight]
 
     def _proba(self, pipeline: Pipeline, docs: list) -> list[float]:
         """``pipeline.predict_proba(docs)[:, 1]``, by a LinearScorer when the pipeline is one it
@@ -258,8 +275,14 @@ class TopicModel:
         return cls(pipeline, payload.get("metadata") or {}, link_pipeline)
 
 
-def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state: int = 0, link_model: bool = True):
+def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state: int = 0, link_model: bool = True,
+                      background: bool = True):
     """Cross-validate, then fit on every example. Returns ``(TopicModel, report)``.
+
+    Examples that are all on topic are contrasted with the shipped background corpus
+    (``relevance.background``) when ``background`` is true, else refused: ``report["off_topic"]``
+    says where the off-topic side came from (``{"kind": "examples"}`` or the background's source,
+    licence and size).
 
     When ``examples`` carry labelled links (``ExampleList.links``, read from WARC inputs) and
     ``link_model`` is true, a link model is trained too; ``report["links"]`` says how it went.
@@ -289,11 +312,23 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
         positive.append(ON_TOPIC)
     y = np.array([e.label in positive for e in examples], dtype=int)
     n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
+    off_topic, even_odds = {"kind": "examples"}, None
     if n_neg == 0:
-        raise TrainingError(
-            f"all {n_pos} examples are positive ({', '.join(per_class)}); training needs "
-            "negative examples too: pages with other labels"
-        )
+        if not background:
+            raise TrainingError(
+                f"all {n_pos} examples are positive ({', '.join(per_class)}); training needs "
+                "negative examples too: pages with other labels"
+            )
+        from focuscrawl.relevance.background import LABEL, describe, load_background
+
+        contrast = load_background()
+        examples = examples + contrast
+        y = np.concatenate([y, np.zeros(len(contrast), dtype=int)])
+        n_neg = len(contrast)
+        per_class[LABEL] = n_neg
+        off_topic = {"kind": "background", **describe()}
+        # the background's size is the corpus's, not a share of the web: its base rate says nothing
+        even_odds = 0.5
     docs = [model_document(e.title, e.text) for e in examples]
 
     folds = min(int(cv_folds or 0), n_pos, n_neg)
@@ -317,6 +352,8 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
         "positive_labels": positive,
         "n_positive": n_pos,
         "n_negative": n_neg,
+        "off_topic": off_topic,
+        "even_odds": even_odds,
         "cv": cv,
         "links": link_report,
         "sources": sources,

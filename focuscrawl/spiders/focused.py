@@ -120,12 +120,13 @@ class FocusedSpider(scrapy.Spider):
         model_path = spider.model_arg or config.model
         if not model_path:
             raise NotConfigured("no topic model: use -a model=models/NAME.joblib (see `scrapy train`)")
-        spider.model = TopicModel.load(model_path)
+        model = TopicModel.load(model_path)
         spider.seeds = read_seeds(spider.seed_arg)
         threshold = kwargs.get("threshold")
         spider.threshold = float(threshold) if threshold is not None else config.relevance_threshold
-        reward = config.reward_threshold
-        spider.reward_threshold = spider.model.even_odds_score if reward is None else reward
+        spider.configured_reward_threshold = config.reward_threshold
+        spider.configured_document_link_score = config.document_link_score
+        spider.use_model(model)
         spider.link_evidence = config.link_evidence
         spider.judge = PageJudge(spider.model, spider.threshold, spider.reward_threshold, spider.link_evidence)
         spider.sitemap_max_urls = config.sitemap_max_urls
@@ -133,8 +134,6 @@ class FocusedSpider(scrapy.Spider):
         spider.feed_max_entries = config.feed_max_entries
         spider.recrawl = config.recrawl
         spider.documents = config.documents
-        document_score = config.document_link_score
-        spider.document_link_score = spider.model.even_odds_score if document_score is None else document_score
         try:
             spider.render_mode = effective_mode(config, crawler.settings, warn=True)
         except RenderingError as exc:
@@ -144,6 +143,15 @@ class FocusedSpider(scrapy.Spider):
         logger.info("pages scoring %.2f or more are relevant items; the link learner counts %.2f or more "
                     "as found", spider.threshold, spider.reward_threshold)
         return spider
+
+    def use_model(self, model: TopicModel) -> None:
+        """Score pages and links with ``model`` from now on (at start, and when a part grows the
+        model as the crawl goes: ``relevance.growing_ext``); thresholds not set in the settings
+        follow the model's even odds."""
+        self.model = model
+        reward, document = self.configured_reward_threshold, self.configured_document_link_score
+        self.reward_threshold = model.even_odds_score if reward is None else reward
+        self.document_link_score = model.even_odds_score if document is None else document
 
     def _on_crawl_opened(self, to_export=(), **kwargs):
         self.to_export = to_export

@@ -1,0 +1,120 @@
+"""The Scrapy part that grows the topic model as the crawl goes (``relevance.growing``).
+
+On by ``FOCUS_GROW_MODEL``, or, when that is unset, by the model's own metadata: ``scrapy train
+--grow`` writes ``"grow": true`` into a model made from words or from on-topic pages alone. Off
+otherwise: on WebKB a grown model has not yet beaten the one it started from (docs/research.md).
+It keeps the pages
+the spider scores (``page_scored``), and when their number reaches ``FOCUS_GROW_FIRST``, then
+twice as many, and so on, trains a model from them in a worker thread (the reactor's thread
+pool: the crawl's downloads and callbacks go on meanwhile), then hands it to the spider
+(``FocusedSpider.use_model``): pages and links are scored with it from then on, and the learner
+counts a page as found at the new model's even odds.
+
+What it did is in the stats (``focus/grow/...``) and the log, one line a round.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from twisted.internet import threads
+
+from focuscrawl import signals as focus_signals
+from focuscrawl.config import FocusConfig
+from focuscrawl.relevance.growing import ModelGrower
+
+logger = logging.getLogger(__name__)
+
+def grows_by_default(model) -> bool:
+    """A model asks to grow in its metadata (``scrapy train --grow``)."""
+    return model.metadata.get("grow") is True
+
+
+class GrowModel:
+    def __init__(self, crawler, spider, grower: ModelGrower):
+        self.crawler = crawler
+        self.spider = spider
+        self.grower = grower
+        self.running = None  # the Deferred of the round in the worker thread
+        self.closed = False
+        crawler.signals.connect(self.page_scored, signal=focus_signals.page_scored)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler):
+        spider = getattr(crawler, "spider", None)
+        model = getattr(spider, "model", None)
+        if model is None or not hasattr(spider, "use_model"):
+            raise NotConfigured("no focused spider with a topic model")
+        config = FocusConfig.from_settings(crawler.settings)
+        enabled = config.grow_model if config.grow_model is not None else grows_by_default(model)
+        if not enabled:
+            raise NotConfigured("FOCUS_GROW_MODEL is off for this model")
+        grower = ModelGrower(model, positives=_own_positives(model), first=config.grow_first,
+                             max_pages=config.grow_max_pages)
+        logger.info("the topic model grows from the crawl's pages (first round after %d pages, then as they "
+                    "double; %d on-topic example(s) of the user's kept in)", grower.first, len(grower.positives))
+        return cls(crawler, spider, grower)
+
+    def page_scored(self, request=None, response=None, page=None, links=None, hit=False, **kwargs):
+        if page is None or getattr(page, "page_score", None) is None or self.closed:
+            return
+        self.grower.add(page.title or "", page.text or "")
+        if self.running is None and self.grower.due():
+            self._start_round()
+
+    def _start_round(self) -> None:
+        snapshot = self.grower.training_set()
+        model = self.grower.model
+        started = time.monotonic()
+        self.running = threads.deferToThread(self.grower.grow, snapshot, model)
+        self.running.addCallbacks(lambda result: self._round_done(result, started),
+                                  lambda failure: self._round_failed(failure, snapshot.round))
+
+    def _round_done(self, result, started: float) -> None:
+        self.running = None
+        model, report = result
+        report["seconds"] = round(time.monotonic() - started, 2)
+        stats = self.crawler.stats
+        if self.closed:
+            return
+        if model is None:
+            stats.inc_value("focus/grow/skipped")
+            logger.info("topic model round %d skipped: %s (%d pages, %d found)", report["round"],
+                        report["skipped"], report["pages"], report["found"])
+            return
+        self.grower.adopt(model, report)
+        self.spider.use_model(model)
+        stats.inc_value("focus/grow/rounds")
+        stats.set_value("focus/grow/pages", report["pages"])
+        stats.set_value("focus/grow/found", report["found"])
+        logger.info("topic model round %d: trained on %d fetched pages (%d counted as on topic) and %d example(s) "
+                    "in %.1f s; it now scores pages and links", report["round"], report["pages"], report["found"],
+                    report["examples"], report["seconds"])
+
+    def _round_failed(self, failure, round_: int) -> None:
+        self.running = None
+        self.crawler.stats.inc_value("focus/grow/failed")
+        logger.error("topic model round %d failed, the model is kept: %s", round_, failure.getErrorMessage())
+
+    def spider_closed(self, spider=None, reason=None):
+        self.closed = True
+
+
+def _own_positives(model) -> list[tuple[str, str]]:
+    """The user's on-topic pages the model was trained on, read again from where it recorded them
+    (none for a model made from words, or when they are gone: the crawl's pages still teach it)."""
+    if not model.metadata.get("sources"):
+        return []
+    from focuscrawl.relevance.examples import ExamplesError, examples_from_sources
+
+    try:
+        examples = examples_from_sources(model.metadata["sources"], links=False)
+    except ExamplesError as exc:
+        logger.warning("growing the topic model without the user's examples: %s", exc)
+        return []
+    positive = set(model.positive_labels)
+    return [(e.title, e.text) for e in examples if e.label in positive]

@@ -1,0 +1,121 @@
+"""A topic model from words alone: what a user who types "course syllabus lecture homework" gets.
+
+The model is the same kind of scikit-learn pipeline a trained model is (a TF-IDF vectorizer, then
+a logistic regression), so the crawl, the fast scorer, the learner, ``score_links`` and ``scrapy
+explain`` use it unchanged; only its weights are written, not fitted:
+
+- the vocabulary is the query's words, their plural and singular forms (a page about "lectures"
+  matches "lecture"), and its adjacent word pairs (a phrase the user typed, "associate professor",
+  found as typed, adds to its words' weight);
+- a word weighs its inverse document frequency in the background corpus
+  (``relevance.background``): "syllabus", which no software description uses, outweighs "class",
+  which many do; a word typed twice weighs twice;
+- a page's evidence is the sum, over the query's words it uses, of that weight times ``1 + log``
+  of how often it uses it, divided by the query's whole weight: its *coverage* of the query
+  (1.0: every word once; more when words repeat);
+- P(on topic) = sigmoid(``SLOPE`` x (coverage - ``EVEN_COVERAGE``)): a page using half the
+  query's weight is at even odds, one using none scores sigmoid(-3) = 0.05, one using every
+  word once 0.95. Links are scored the same way from their anchor, nearby words and URL words.
+
+No length normalisation: a long page mentioning "class" once covers the query no more than a
+short one does, and a course's page that says "homework" ten times covers it more than one that
+says it once. It is a prior: a crawl grows a trained model from the pages it finds
+(``relevance.growing``), which learns the words the user did not think of.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import datetime, timezone
+
+import numpy as np
+import sklearn
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
+
+import focuscrawl
+from focuscrawl.relevance.model import TopicModel, TrainingError, model_document
+
+#: coverage at which a page is as likely on topic as not: half the query's weight
+EVEN_COVERAGE = 0.5
+#: how sharply the probability rises with coverage (a page with none of the words scores
+#: sigmoid(-SLOPE / 2) = 0.05)
+SLOPE = 6.0
+#: a query needs at least one word of this many letters or more
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+
+
+def query_terms(words: str) -> list[str]:
+    """The query's words as the vectorizer reads them (lower case, accents stripped, words of two
+    characters or more), in order, repeats kept."""
+    analyzer = TfidfVectorizer(strip_accents="unicode", token_pattern=_TOKEN.pattern).build_analyzer()
+    return analyzer(words or "")
+
+
+def _forms(word: str) -> set[str]:
+    """A word and its regular plural or singular: enough for a query's nouns, no stemmer needed."""
+    forms = {word}
+    if word.endswith("ies") and len(word) > 4:
+        forms.add(word[:-3] + "y")
+    elif word.endswith("es") and len(word) > 4 and word[-3] in "sxz":
+        forms.add(word[:-2])
+    elif word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        forms.add(word[:-1])
+    else:
+        forms.add(word[:-1] + "ies" if word.endswith("y") and len(word) > 2 and word[-2] not in "aeiou" else
+                  word + ("es" if word.endswith(("s", "x", "z", "ch", "sh")) else "s"))
+    return forms
+
+
+def build_query_model(words: str, background_docs: list[str] | None = None) -> TopicModel:
+    """A TopicModel scoring pages and links by how much of the query ``words`` they use.
+    ``background_docs`` (default: the shipped background corpus) give each word's rarity."""
+    terms = query_terms(words)
+    if not terms:
+        raise TrainingError(f"the query {words!r} has no word to look for (words of two letters or more)")
+    if background_docs is None:
+        from focuscrawl.relevance.background import load_background
+
+        background_docs = [model_document(e.title, e.text) for e in load_background()]
+    weights: Counter = Counter()  # vocabulary term -> how many times the query asks for it
+    for term in terms:
+        for form in _forms(term):
+            weights[form] += 1
+    for first, second in zip(terms, terms[1:]):
+        if first != second:
+            weights[f"{first} {second}"] += 1
+    vocabulary = sorted(weights)
+    vectorizer = TfidfVectorizer(vocabulary=vocabulary, ngram_range=(1, 2), sublinear_tf=True, norm=None,
+                                 strip_accents="unicode", token_pattern=_TOKEN.pattern, dtype=np.float64)
+    vectorizer.fit(list(background_docs) or [""])  # idf: rarity in the background (smoothed)
+    idf = vectorizer.idf_
+    # the query's whole weight: each typed word once per time it was typed, at its rarity; a
+    # plural form shares its word's count, and a typed pair of words found together is a bonus on
+    # top (a page that uses every word, apart, covers the whole query)
+    total = sum(idf[vectorizer.vocabulary_[t]] for t in terms)
+    classifier = LogisticRegression()
+    classifier.classes_ = np.array([0, 1])
+    coef = np.array([[SLOPE * weights[term] / total for term in vocabulary]])
+    classifier.coef_ = coef
+    classifier.intercept_ = np.array([-SLOPE * EVEN_COVERAGE])
+    classifier.n_features_in_ = len(vocabulary)
+    pipeline = Pipeline([("tfidf", vectorizer), ("classifier", classifier)])
+    metadata = {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "start": "query",
+        "query": " ".join((words or "").split()),
+        "query_terms": {term: round(float(idf[vectorizer.vocabulary_[term]]), 3) for term in dict.fromkeys(terms)},
+        "positive_labels": ["on-topic"],
+        "even_odds": 0.5,  # coverage EVEN_COVERAGE scores exactly 0.5
+        "examples_per_class": {},
+        "n_positive": 0,
+        "n_negative": 0,
+        "off_topic": {"kind": "query", "idf": "background corpus", "pages": len(background_docs)},
+        "cv": None,
+        "links": None,
+        "sources": [],
+        "versions": {"sklearn": sklearn.__version__, "numpy": np.__version__, "focuscrawl": focuscrawl.__version__},
+    }
+    return TopicModel(pipeline, metadata)

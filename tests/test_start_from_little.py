@@ -1,0 +1,234 @@
+"""Starting a crawl from a few on-topic pages or a few words: the background corpus, the model
+made from words, and the model that grows from the crawl's pages."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from focuscrawl.relevance import Example, TopicModel, TrainingError, train_topic_model
+from focuscrawl.relevance.background import build_pages, descriptions, load_background
+from focuscrawl.relevance.growing import ModelGrower
+from focuscrawl.relevance.growing_ext import grows_by_default
+from focuscrawl.relevance.linear import LinearScorer
+from focuscrawl.relevance.query import build_query_model, query_terms
+
+COURSE = "syllabus lecture homework exam assignment midterm grading textbook office hours".split()
+PEOPLE = "professor research interests publications students advisor phd thesis".split()
+FILLER = "the of and a to in university department computer science page".split()
+
+
+def page(words, rng, n=60) -> str:
+    return " ".join(rng.choice(words + FILLER) for _ in range(n))
+
+
+# --- the background corpus -------------------------------------------------------------------
+
+def test_the_shipped_background_is_small_varied_and_says_where_it_came_from():
+    pages = load_background()
+    assert 200 <= len(pages) <= 600
+    assert {p.label for p in pages} == {"background"}
+    sections = {p.url.split("/")[1] for p in pages}
+    assert {"games", "science", "sound", "mail", "math"} <= sections
+    assert all(len(p.text) >= 250 for p in pages)
+
+
+def test_the_background_is_built_from_debian_package_lists():
+    packages = ("Package: foo\nSection: games\n\nPackage: bar\nSection: libs\n\n"
+                "Package: baz\nSection: contrib/science\n")
+    long = " ".join(["word"] * 60)
+    translations = (f"Package: foo\nDescription-en: a game\n {long}\n .\n more about the game\n\n"
+                    f"Package: bar\nDescription-en: a library\n {long}\n\n"
+                    f"Package: baz\nDescription-en: short\n too short\n\n"
+                    f"Package: unknown\nDescription-en: not in Packages\n {long}\n")
+    found = list(descriptions(packages, translations))
+    assert [(p, s) for p, s, _, _ in found] == [("foo", "games"), ("bar", "libs"), ("baz", "science")]
+    assert found[0][3].endswith("more about the game") and "\n" not in found[0][3]
+    pages = build_pages(found)  # libraries' boilerplate and too-short descriptions are left out
+    assert len(pages) == 1 and pages[0]["packages"] == ["foo"] and pages[0]["title"] == "a game"
+
+
+# --- on-topic examples alone ------------------------------------------------------------------
+
+def test_on_topic_examples_alone_are_contrasted_with_the_background():
+    rng = random.Random(0)
+    examples = [Example(f"http://u/{i}", "course", page(COURSE, rng), "course") for i in range(10)]
+    model, report = train_topic_model(examples, ["course"], cv_folds=3)
+    assert report["off_topic"]["kind"] == "background" and "Debian" in report["off_topic"]["source"]
+    assert report["n_positive"] == 10 and report["n_negative"] == len(load_background())
+    assert report["examples_per_class"]["background"] == report["n_negative"]
+    assert model.even_odds_score == 0.5
+    assert model.score("CS 1", page(COURSE, rng)) > model.score("Jane", page(PEOPLE, rng))
+    assert not grows_by_default(model)  # unless asked (scrapy train --grow)
+    model.metadata["grow"] = True
+    assert grows_by_default(model)
+
+
+# --- words alone ----------------------------------------------------------------------------
+
+def test_query_terms_read_as_the_vectorizer_reads():
+    assert query_terms("Course  SYLLABUS, lecture; a") == ["course", "syllabus", "lecture"]
+    with pytest.raises(TrainingError, match="no word"):
+        build_query_model("a ; !")
+
+
+def test_a_query_model_scores_by_the_share_of_the_query_a_page_uses():
+    model = build_query_model("course syllabus lecture homework", background_docs=["a course about software"] * 5)
+    none = model.score("Jane", "my research interests and publications")
+    one = model.score("", "the syllabus")
+    two = model.score("", "the syllabus and the homework")
+    every = model.score("", "course syllabus lecture homework")
+    assert none < 0.06 and none < one < two < every and every > 0.9
+    # rarer words weigh more: "course" is in every background page
+    assert model.score("", "syllabus") > model.score("", "course")
+    # plural and singular forms alike; repeats add (sublinearly)
+    assert model.score("", "the lectures") == pytest.approx(model.score("", "the lecture"))
+    assert model.score("", "homework homework homework") > model.score("", "homework")
+    assert model.even_odds_score == 0.5
+    assert model.metadata["off_topic"]["kind"] == "query" and not grows_by_default(model)
+
+
+def test_a_query_model_scores_links_and_survives_saving(tmp_path):
+    model = build_query_model("course syllabus lecture homework", background_docs=["software"] * 3)
+    hw, person = model.score_links([("Homework 1", "due Friday", "http://u/cs302/homework/"),
+                                    ("Jane Doe", "", "http://u/~jane/")])
+    assert hw > person
+    model.save(tmp_path / "q.joblib")
+    loaded = TopicModel.load(tmp_path / "q.joblib")
+    docs = [("CS 302", "lecture notes and homework"), ("x", "nothing here")]
+    assert loaded.score_many(docs) == pytest.approx(model.score_many(docs))
+    # the crawl's fast scorer reads it, and agrees with scikit-learn
+    pipeline = loaded.pipeline
+    assert LinearScorer.for_pipeline(pipeline) is not None
+    assert np.allclose(loaded.score_many(docs), pipeline.predict_proba(
+        [f"{t} {t} {x}" for t, x in docs])[:, 1])
+
+
+# --- growing from the crawl's pages -------------------------------------------------------------
+
+def test_the_grown_model_learns_words_the_query_did_not_name():
+    rng = random.Random(1)
+    prior = build_query_model("syllabus homework", background_docs=["software"] * 3)
+    grower = ModelGrower(prior, first=50, max_pages=300)
+    for i in range(120):
+        if i % 4 == 0:
+            grower.add("course", "syllabus homework midterm textbook grading " + page(COURSE, rng, 20))
+        else:
+            grower.add("person", page(PEOPLE, rng))
+    assert grower.due()
+    snapshot = grower.training_set()
+    assert not grower.due() and grower.next_round == 240
+    model, report = grower.grow(snapshot)
+    assert model is not None and report["found"] == 30 and report["n_negative"] == 90
+    # a course page without the query's words: the prior cannot tell, the grown model can
+    unseen = ("CS 302", "midterm textbook grading office hours")
+    assert prior.score(*unseen) < 0.1 < 0.5 < model.score(*unseen)
+    assert model.even_odds_score == pytest.approx(90 / 120)  # the crawl's own base rate
+    assert model.metadata["grown"][-1]["round"] == 1 and model.metadata["query"] == "syllabus homework"
+    grower.adopt(model, report)
+    assert grower.model is model and grower.history == [report]
+
+
+def test_a_round_with_too_few_found_pages_keeps_the_model():
+    rng = random.Random(2)
+    prior = build_query_model("syllabus", background_docs=["software"] * 3)
+    grower = ModelGrower(prior, first=10)
+    for _ in range(20):
+        grower.add("person", page(PEOPLE, rng))
+    model, report = grower.grow(grower.training_set())
+    assert model is None and "fewer than" in report["skipped"]
+
+
+def test_the_kept_pages_are_bounded():
+    grower = ModelGrower(build_query_model("syllabus", background_docs=["x"]), max_pages=100, max_chars=50)
+    for i in range(1000):
+        grower.add("t" * 1000, f"{i} " + "w " * 1000)
+    assert len(grower.pages) == 100 and grower.seen == 1000
+    assert all(len(t) <= 300 and len(x) <= 50 for t, x in grower.pages)
+    assert grower.pages[0][1].startswith("900 ")  # the oldest dropped first
+
+
+def test_the_users_examples_stay_on_topic_in_every_round():
+    rng = random.Random(3)
+    prior = build_query_model("syllabus", background_docs=["x"])
+    own = [("course", page(COURSE, rng)) for _ in range(6)]
+    grower = ModelGrower(prior, positives=own, first=10)
+    for _ in range(30):
+        grower.add("person", page(PEOPLE, rng))
+    model, report = grower.grow(grower.training_set())
+    assert report["examples"] == 6 and report["n_positive"] >= 6 and model is not None
+
+
+# --- a real crawl that grows its model -----------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.e2e
+def test_a_crawl_from_words_grows_its_model_in_a_worker_thread(demo_web, demo_files, tmp_path):
+    import json
+    import signal
+
+    from focuscrawl.replay import RecordedWeb, ReplayProxy
+
+    from .conftest import run_scrapy
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    model = tmp_path / "q.joblib"
+    result = run_scrapy(["train", "--query", "astronomy telescope star galaxy planet", "-o", str(model), "--grow"],
+                        cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    with ReplayProxy(RecordedWeb.from_records(demo_web.records), robots=demo_web.robots) as proxy:
+        result = run_scrapy(
+            ["crawl", "focused", "-a", f"seeds={demo_files['seeds']}", "-a", f"model={model}",
+             "-s", "FOCUS_BUDGET=120", "-s", "FOCUS_GROW_FIRST=20", "-s", "DOWNLOAD_DELAY=0.02",
+             "-s", "LOG_LEVEL=INFO", "-s", "STATS_DUMP=True", "-O", "items.jsonl"],
+            cwd=tmp_path, env={"http_proxy": proxy.url})
+    assert result.returncode == 0, result.stderr[-3000:]
+    log = result.stderr
+    assert "the topic model grows from the crawl's pages" in log
+    assert "topic model round 1: trained on" in log, log[-3000:]
+    assert "'focus/grow/rounds'" in log and "Traceback" not in log
+    items = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
+    assert items  # the crawl went on scoring and exporting with the grown model
+
+
+def test_a_combined_grown_model_adds_the_priors_evidence_and_reads_links_as_the_prior():
+    import math
+
+    rng = random.Random(4)
+    prior = build_query_model("syllabus homework", background_docs=["software"] * 3)
+    grower = ModelGrower(prior, first=20, combine=True)
+    for i in range(60):
+        grower.add("course" if i % 3 == 0 else "person",
+                   ("syllabus homework " + page(COURSE, rng, 20)) if i % 3 == 0 else page(PEOPLE, rng))
+    model, _ = grower.grow(grower.training_set())
+    doc = ("CS 302", "syllabus midterm textbook")
+    alone = ModelGrower(prior, first=20)
+    alone.pages = grower.pages
+    grown_alone, _ = alone.grow(alone.training_set())
+    logit = lambda p: math.log(p / (1 - p))  # noqa: E731
+    assert logit(model.score(*doc)) == pytest.approx(logit(grown_alone.score(*doc)) + logit(prior.score(*doc)), abs=1e-6)
+    assert model.even_odds_score == 0.5
+    links = [("Homework 1", "", "http://u/hw1.html"), ("Jane", "", "http://u/~jane/")]
+    assert model.score_links(links) == prior.score_links(links)
+
+
+# --- fetching on-topic pages by URL: who resolves a name ----------------------------------------
+
+def test_a_name_is_judged_by_its_addresses_unless_a_proxy_resolves_it():
+    from focuscrawl.relevance.fetch import PoliteFetcher, Refused
+    from focuscrawl.safety import NetworkPolicy
+
+    through_proxy = PoliteFetcher("ua", "bot", NetworkPolicy(), proxies={"http": "http://127.0.0.1:9", "no": "localhost"})
+    through_proxy.check("http://example.com/page")  # the proxy resolves it: no lookup here
+    with pytest.raises(Refused, match="private_network/loopback"):
+        through_proxy.check("http://localhost/page")  # no_proxy: fetched directly, so resolved and judged
+    with pytest.raises(Refused, match="private_network/loopback"):
+        through_proxy.check("http://127.0.0.1/page")  # an address in a URL, always judged
+    with pytest.raises(Refused, match="not an http"):
+        through_proxy.check("file:///etc/passwd")
+    direct = PoliteFetcher("ua", "bot", NetworkPolicy(), proxies={})
+    with pytest.raises(Refused, match="localhost resolves to"):
+        direct.check("http://localhost/page")
+    PoliteFetcher("ua", "bot", NetworkPolicy(allow_all=True), proxies={}).check("http://localhost/page")
