@@ -46,7 +46,7 @@ class Command(FocusCommand):
         super().add_options(parser)
         group = parser.add_argument_group(title="Training")
         group.add_argument("--query", metavar="WORDS",
-                           help="build the model from words alone (\"course syllabus lecture homework\"): a "
+                           help="build the model from words alone, e.g. \"course syllabus lecture homework\"; a "
                                 "page or link scores by how much of the query it uses")
         group.add_argument("--urls", metavar="FILE",
                            help="on-topic pages by address, one URL a line: fetched politely (robots.txt, "
