@@ -49,11 +49,11 @@ class Command(FocusCommand):
                            help="build the model from words alone, e.g. \"course syllabus lecture homework\"; a "
                                 "page or link scores by how much of the query it uses")
         group.add_argument("--urls", metavar="FILE",
-                           help="on-topic pages by address, one URL a line: fetched politely (robots.txt, "
+                           help="on-topic pages by address, one URL a line, fetched politely (robots.txt, "
                                 "focuscrawl's User-Agent, the http_proxy of the environment, no private "
                                 "networks) and kept beside the model as OUTPUT.urls.jsonl")
         group.add_argument("--grow", action="store_true",
-                           help="a model from words or on-topic pages alone: mark it to grow from the crawl's "
+                           help="mark a model made from words or on-topic pages alone to grow from the crawl's "
                                 "pages as the crawl goes (FOCUS_GROW_MODEL overrides)")
         group.add_argument("--positive", metavar="LABEL[,LABEL]",
                            help="label(s) that are on topic; every other label is off topic (default with --base, "
