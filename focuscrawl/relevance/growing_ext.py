@@ -45,14 +45,17 @@ class GrowModel:
 
     @classmethod
     def from_crawler(cls, crawler):
+        # off unless asked for, and then silent: Scrapy names a component disabled with a reason
+        config = FocusConfig.from_settings(crawler.settings)
         spider = getattr(crawler, "spider", None)
         model = getattr(spider, "model", None)
         if model is None or not hasattr(spider, "use_model"):
-            raise NotConfigured("no focused spider with a topic model")
-        config = FocusConfig.from_settings(crawler.settings)
+            if config.grow_model:
+                raise NotConfigured("FOCUS_GROW_MODEL: no focused spider with a topic model to grow")
+            raise NotConfigured
         enabled = config.grow_model if config.grow_model is not None else grows_by_default(model)
         if not enabled:
-            raise NotConfigured("FOCUS_GROW_MODEL is off for this model")
+            raise NotConfigured
         grower = ModelGrower(model, positives=_own_positives(model), first=config.grow_first,
                              max_pages=config.grow_max_pages)
         logger.info("the topic model grows from the crawl's pages (first round after %d pages, then as they "
