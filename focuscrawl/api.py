@@ -188,12 +188,14 @@ def _prepare(spec: dict):
     settings.setdict(spec["settings"], "cmdline")
     args = dict(spec["spider_args"])
     if spec["spider"] is None:
-        from focuscrawl.commands.crawl import _check
+        from focuscrawl import preflight
         from focuscrawl.spiders.focused import FocusedSpider
 
         if spec["seeds"] is not None:
             args["seeds"] = spec["seeds"]
-        _check(args, settings)
+        errors = preflight.run(args, settings)  # what `scrapy crawl focused` checks, said the same way
+        if errors:
+            raise ValueError("; ".join(errors))
         return CrawlerProcess(settings), FocusedSpider, args
     spider = load_object(spec["spider"]) if isinstance(spec["spider"], str) else spec["spider"]
     config = FocusConfig.from_settings(settings)
