@@ -205,8 +205,6 @@ class RenderGuard:
                 response = await request.response()
                 if response is not None:
                     await asyncio.wait_for(response.finished(), self.timeout_ms / 1000)
-                if served is not None:
-                    served(time.monotonic() - started)
             except Exception as exc:  # a network error, a timeout or the page closed: a failed load
                 logger.debug("render: %s failed: %s", request.url, exc)
                 self.stats.inc_value("focus/render/subresource_failed")
