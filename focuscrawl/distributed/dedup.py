@@ -27,7 +27,6 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from datasketch import MinHash
 
 from focuscrawl.config import DEFAULTS
 from focuscrawl.dedup.fingerprints import MinHashIndex
