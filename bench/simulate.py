@@ -5,8 +5,8 @@ timing, so two runs of one command differ a lot; telling two strategies apart ne
 This simulation replays the same decisions in seconds, with a seed for the randomness:
 
 - the same cores: ``focuscrawl.learning`` (features, learner, credit, ``page_reward``: the
-  scheduler's rewards, with hits as the spider judges them: ``focuscrawl.learning.hits`` from the
-  model's ``even_odds_score``, FOCUS_REWARD_THRESHOLD's default, and FOCUS_REWARD_TOP) and the topic model's page and link scores (``TopicModel.score`` / ``score_links``);
+  scheduler's rewards, with hits from the model's ``even_odds_score``, FOCUS_REWARD_THRESHOLD's
+  default) and the topic model's page and link scores (``TopicModel.score`` / ``score_links``);
 - the same politeness shape: ``--slots`` requests per round, one per host, best-first over the
   whole frontier, and patience (a URL more than ``--margin`` below the best waits);
 - the same accounting as ``scrapy evaluate`` (``focuscrawl.replay.metrics``): every request
@@ -67,7 +67,6 @@ from sklearn.metrics import roc_auc_score
 
 from focuscrawl.config import DEFAULTS
 from focuscrawl.learning import LinkContext, LinkRewardLearner, link_features
-from focuscrawl.learning.hits import Hits
 from focuscrawl.learning.learner import VERSION_EVERY, page_reward
 from focuscrawl.learning.strategies import make_strategy
 from focuscrawl.meta import LinkMeta, request_meta
@@ -188,8 +187,7 @@ def rank_probe(marks: list[int], values: dict[str, float], quality: dict[int, li
 def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
              margin: float, seed: int, oracle: str = "off", values: dict[str, float] | None = None,
              probe=None, version_every: int = VERSION_EVERY, jitter: float = 0.0,
-             hubs: set[str] | None = None, strategy: str = "learned", scores: dict | None = None,
-             reward_top: float = DEFAULTS.reward_top) -> list[int]:
+             hubs: set[str] | None = None, strategy: str = "learned", scores: dict | None = None) -> list[int]:
     """found(i) after each request, as ``metrics.found_curve`` counts it. ``oracle`` (comma-separated
     parts, ``oracle_parts``) "page": the labels score pages; "value": ``values`` (``oracle_values``)
     order the frontier; "live": links to pages the recording lacks are never followed; "hub": links to
@@ -204,8 +202,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     ``strategy``: what orders the frontier (``STRATEGIES``: the learner, or a classic crawler of
     ``focuscrawl.learning.strategies`` fed the same links as the scheduler feeds it). ``scores``: a
     dict kept across runs of one model, where the model's page and link scores are remembered (they
-    do not depend on the run). ``reward_top``: FOCUS_REWARD_TOP, the share of the crawl's best
-    pages the learner counts as found whatever their score (``focuscrawl.learning.hits``)."""
+    do not depend on the run)."""
     rng = random.Random(seed)
     scores = {} if scores is None else scores
     classic = None if strategy == "learned" else make_strategy(strategy, None)
@@ -220,7 +217,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
                                 version_every=version_every)
     priors = {**(model.learner_priors or {}), **({HUB_FEATURE: 1.0} if hubs else {})}
     learner.use_link_model(model.link_pipeline is not None, priors)
-    hits = Hits(model.even_odds_score, reward_top)  # FOCUS_REWARD_THRESHOLD's default, FOCUS_REWARD_TOP
+    hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
     deny = set(DEFAULTS.deny_extensions)
     frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)
     seen: set[str] = set()
@@ -282,7 +279,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
             page_scores[key] = score
         # the page and the link that led to it, as the spider judges them (FOCUS_LINK_EVIDENCE)
         evidence = score if "page" in parts else model.with_link_evidence(score, link_scores.get(url))
-        hit = hits.judge(evidence)
+        hit = evidence >= hit_threshold
         learner.observe(url, parent, vector, page_reward(evidence, hit), hit, False)
         if relevance.is_relevant_key(key):
             found.add(relevance.page_of_key(key))
@@ -347,7 +344,7 @@ def _one_run(run: int) -> tuple[list[int], dict[int, list[dict]]]:
     curve = simulate(shared["web"], shared["model"], shared["relevance"], shared["seeds"], shared["budget"],
                      shared["slots"], shared["margin"], run, shared["oracle"], shared["values"], probe,
                      shared["version_every"], shared["jitter"], shared["hubs"], shared["strategy"],
-                     shared["scores"], shared["reward_top"])
+                     shared["scores"])
     return curve, quality
 
 
@@ -355,8 +352,7 @@ def simulate_runs(web: Web, model: TopicModel, relevance: Relevance, seeds: list
                   margin: float, runs: list[int], oracle: str = "off", values: dict[str, float] | None = None,
                   marks: list[int] = (), jobs: int = 1,
                   version_every: int = VERSION_EVERY,
-                  jitter: float = 0.0, strategy: str = "learned", reward_top: float = DEFAULTS.reward_top,
-                  scores: dict | None = None) -> tuple[list[list[int]], dict[int, list[dict]]]:
+                  jitter: float = 0.0, strategy: str = "learned", scores: dict | None = None) -> tuple[list[list[int]], dict[int, list[dict]]]:
     """``simulate`` for each seed in ``runs`` (curves in that order) and the ``--rank`` probes at
     ``marks``; with ``jobs`` > 1, in that many forked processes (a run is seeded, so the curves are
     the same either way). The model's scores are worked out once for all the runs of a process
@@ -364,8 +360,7 @@ def simulate_runs(web: Web, model: TopicModel, relevance: Relevance, seeds: list
     hubs = oracle_hubs(web.graph, relevance) if "hub" in oracle_parts(oracle) else None  # once, not per run
     _SHARED.update(web=web, model=model, relevance=relevance, seeds=seeds, budget=budget, slots=slots,
                    margin=margin, oracle=oracle, values=values, marks=list(marks), version_every=version_every,
-                   jitter=jitter, hubs=hubs, strategy=strategy, reward_top=reward_top,
-                   scores={} if scores is None else scores)
+                   jitter=jitter, hubs=hubs, strategy=strategy, scores={} if scores is None else scores)
     try:
         if jobs > 1 and len(runs) > 1:
             with multiprocessing.get_context("fork").Pool(min(jobs, len(runs))) as pool:
@@ -422,8 +417,7 @@ def run_suite(args, oracle) -> int:
     run_seeds = list(range(args.first_run, args.first_run + args.runs))
     strategies = args.strategy.split(",")
     print(f"{args.runs} runs per topic (runs {run_seeds[0]}-{run_seeds[-1]}), {args.slots} slots, margin "
-          f"{args.margin}, oracle {args.oracle}, version every {args.version_every}, jitter {args.jitter}, "
-          f"reward top {args.reward_top}")
+          f"{args.margin}, oracle {args.oracle}, version every {args.version_every}, jitter {args.jitter}")
     print("| web/topic (reachable) | strategy | recall@budget mean (se) [min-max] | harvest@500 |")
     print("|---|---|---|---|")
     means: dict[str, list[float]] = {name: [] for name in strategies}
@@ -443,7 +437,7 @@ def run_suite(args, oracle) -> int:
         for name in strategies:
             curves, _ = simulate_runs(parsed, model, relevance, list(web.seeds), budget, args.slots, args.margin,
                                       run_seeds, args.oracle, values, (), args.jobs, args.version_every,
-                                      args.jitter, name, args.reward_top, scores)
+                                      args.jitter, name, scores)
             recall = [(c[-1] if c else 0) / reachable for c in curves]
             harvest = [(c[min(harvest_at, len(c)) - 1] if c else 0) / harvest_at for c in curves]
             mean, error = _mean_and_error(recall)
@@ -492,9 +486,6 @@ def main(argv=None) -> int:
     parser.add_argument("--jitter", type=float, default=0.0, metavar="SD",
                         help="noise on priorities when a round is chosen, so runs sample neighbouring "
                              "trajectories (default 0)")
-    parser.add_argument("--reward-top", type=float, default=DEFAULTS.reward_top, metavar="SHARE",
-                        help=f"FOCUS_REWARD_TOP: the share of the crawl's best pages the learner counts as "
-                             f"found whatever their score (default {DEFAULTS.reward_top}; 0: the threshold alone)")
     parser.add_argument("--rank", default="", metavar="N,N",
                         help="also report how well the priorities rank the frontier after N requests")
     args = parser.parse_args(argv)
@@ -538,7 +529,7 @@ def main(argv=None) -> int:
         values = oracle_values(web.graph, relevance) if "value" in oracle or marks else None
         curves, quality = simulate_runs(web, model, relevance, SEEDS, args.budget, args.slots, args.margin,
                                         run_seeds, args.oracle, values, marks, args.jobs,
-                                        args.version_every, args.jitter, strategy, args.reward_top)
+                                        args.version_every, args.jitter, strategy)
         for mark, rows in quality.items():
             if rows:
                 ranking.append(f"| {target} | {mark} | {np.nanmean([r['auc'] for r in rows]):.3f} | "

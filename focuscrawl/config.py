@@ -170,12 +170,6 @@ class FocusConfig:
         "share of negatives, e.g. 0.83 for WebKB's course), stricter than the items' threshold "
         "for a minority topic, so that chasing borderline pages does not lead the crawl to more "
         "look-alikes.")
-    reward_top: float = setting(
-        "FOCUS_REWARD_TOP", 0.05, _number(float, 0, 0.99),
-        "Share of the crawl's scored pages whose best also count as found for the link learner, "
-        "whatever their score (after its first 20 pages): a topic model reading sites unlike its "
-        "examples may score every page below FOCUS_REWARD_THRESHOLD, and its order of pages "
-        "transfers better than its scale (focuscrawl/learning/hits.py). 0: the threshold alone.")
     link_evidence: float = setting(
         "FOCUS_LINK_EVIDENCE", 1.0, _number(float),
         "Weight of the link model's log-odds for the link that led to a page, added to the "

@@ -9,7 +9,6 @@ from scrapy.utils.misc import is_generator_with_return_value
 from scrapy.utils.test import get_crawler
 
 from focuscrawl import signals as focus_signals
-from focuscrawl.config import DEFAULTS
 from focuscrawl.meta import LINK
 from focuscrawl.relevance import TopicModel
 from focuscrawl.scheduler import FocusScheduler
@@ -72,10 +71,6 @@ def test_by_default_the_reward_threshold_is_the_models_even_odds_score(demo_mode
     assert spider.reward_threshold == pytest.approx(model.metadata["n_negative"]
                                                     / (model.metadata["n_positive"] + model.metadata["n_negative"]))
     assert signal["hit"] == (page.score >= spider.reward_threshold)
-    # and the crawl's best pages count too, once it has scored enough of them (FOCUS_REWARD_TOP)
-    assert (spider.hits.threshold, spider.hits.top) == (spider.reward_threshold, DEFAULTS.reward_top)
-    spider, _, _, _ = parse(demo_model, FOCUS_REWARD_TOP=0)
-    assert spider.hits.top == 0
 
 
 def test_the_link_that_led_to_a_page_is_evidence_for_the_item_and_the_learner(demo_model):

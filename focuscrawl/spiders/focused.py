@@ -22,7 +22,6 @@ from focuscrawl import signals as focus_signals
 from focuscrawl.config import DOCUMENT_EXTENSIONS, FocusConfig
 from focuscrawl.dedup import content_hash
 from focuscrawl.items import PageItem
-from focuscrawl.learning.hits import Hits
 from focuscrawl.meta import (
     DEPTH,
     EXPLAIN,
@@ -102,7 +101,6 @@ class FocusedSpider(scrapy.Spider):
         spider.threshold = float(threshold) if threshold is not None else config.relevance_threshold
         reward = config.reward_threshold
         spider.reward_threshold = spider.model.even_odds_score if reward is None else reward
-        spider.hits = Hits(spider.reward_threshold, config.reward_top)
         spider.link_evidence = config.link_evidence
         spider.sitemap_max_urls = config.sitemap_max_urls
         spider.follow_feeds = config.follow_feeds
@@ -256,7 +254,7 @@ class FocusedSpider(scrapy.Spider):
             page.link_score = came_by.link_score
             page.score = self.model.with_link_evidence(page.page_score, page.link_score, self.link_evidence)
             page.relevant = page.score >= self.threshold and not noindex
-            hit = self.hits.judge(page.score) and not noindex
+            hit = page.score >= self.reward_threshold and not noindex
             found_probability = round(self.model.probability(page.score), 4)
             page.content_hash = content_hash(parsed.text)
             if revisit is not None and self._unchanged_revisit(response, "page", page.content_hash):
