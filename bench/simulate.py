@@ -53,7 +53,9 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import math
 import multiprocessing
+import pickle
 import random
 import statistics
 import sys
@@ -66,6 +68,8 @@ from sklearn.metrics import roc_auc_score
 from focuscrawl.config import DEFAULTS
 from focuscrawl.learning import LinkContext, LinkRewardLearner, link_features
 from focuscrawl.learning.learner import VERSION_EVERY, page_reward
+from focuscrawl.learning.strategies import make_strategy
+from focuscrawl.meta import LinkMeta, request_meta
 from focuscrawl.parsing import parse_html
 from focuscrawl.relevance import TopicModel
 from focuscrawl.replay import RecordedWeb
@@ -77,11 +81,32 @@ SEEDS = ["http://www.cs.cornell.edu/", "http://www.cs.utexas.edu/", "http://www.
          "http://www.cs.wisc.edu/"]
 POINTS = (100, 200, 500, 1000, 2000)
 ORACLES = ("page", "value", "live", "hub")
+STRATEGIES = ("learned", "bestfirst", "shark", "bfs")
 HUB_FEATURE = "oracle_hub"
 
 
 class Web:
     """The recorded web, parsed once: link graph, pages (title, text, links), same-page map."""
+
+    @classmethod
+    def cached(cls, warc: Path, aliases: Path | None, folder: Path | None) -> "Web":
+        """The web parsed once into ``folder`` (a pickle beside nothing else; None: not kept), read
+        back while it is newer than the WARC: a documentation web takes minutes to parse."""
+        if folder is None:
+            return cls(warc, aliases)
+        path = Path(folder) / f"{Path(warc).parent.name}-{Path(warc).name}.pickle"
+        if path.is_file() and path.stat().st_mtime >= Path(warc).stat().st_mtime:
+            web = cls.__new__(cls)  # its parts, not the object: this module may run as __main__
+            with path.open("rb") as handle:
+                web.graph, web.same, web.pages = pickle.load(handle)
+            return web
+        web = cls(warc, aliases)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        with partial.open("wb") as handle:
+            pickle.dump((web.graph, web.same, web.pages), handle, protocol=pickle.HIGHEST_PROTOCOL)
+        partial.replace(path)
+        return web
 
     def __init__(self, warc: Path, aliases: Path | None):
         recorded = RecordedWeb.from_warcs([warc])
@@ -162,7 +187,7 @@ def rank_probe(marks: list[int], values: dict[str, float], quality: dict[int, li
 def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
              margin: float, seed: int, oracle: str = "off", values: dict[str, float] | None = None,
              probe=None, version_every: int = VERSION_EVERY, jitter: float = 0.0,
-             hubs: set[str] | None = None) -> list[int]:
+             hubs: set[str] | None = None, strategy: str = "learned", scores: dict | None = None) -> list[int]:
     """found(i) after each request, as ``metrics.found_curve`` counts it. ``oracle`` (comma-separated
     parts, ``oracle_parts``) "page": the labels score pages; "value": ``values`` (``oracle_values``)
     order the frontier; "live": links to pages the recording lacks are never followed; "hub": links to
@@ -173,8 +198,14 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     standard deviation of Gaussian noise added to each candidate's priority when a round is chosen
     (not stored): without it, seeded runs differ only in the seeds' and the responses' order and
     follow nearly one trajectory; with it, they sample the neighbouring ones, as a real crawl's
-    timing does, so a variant can be checked for a gain that only one trajectory has."""
+    timing does, so a variant can be checked for a gain that only one trajectory has.
+    ``strategy``: what orders the frontier (``STRATEGIES``: the learner, or a classic crawler of
+    ``focuscrawl.learning.strategies`` fed the same links as the scheduler feeds it). ``scores``: a
+    dict kept across runs of one model, where the model's page and link scores are remembered (they
+    do not depend on the run)."""
     rng = random.Random(seed)
+    scores = {} if scores is None else scores
+    classic = None if strategy == "learned" else make_strategy(strategy, None)
     seeds = list(seeds)
     rng.shuffle(seeds)
     parts = oracle_parts(oracle)
@@ -198,7 +229,13 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
 
     def enqueue(url, parent, anchor, context, parent_score, depth, hops, link_score):
         canonical = canonicalize(url)
-        if canonical in seen or extension(canonical) in deny:
+        if extension(canonical) in deny:
+            return
+        if canonical in seen:
+            if classic is not None and canonical in frontier:  # a better link raises a classic's value
+                meta = request_meta(LinkMeta(anchor, context, parent, parent_score, hops, link_score), depth)
+                if classic.refound(canonical, meta):
+                    priority[canonical] = classic.priority(canonical)
             return
         key = url_key(canonical)
         if "live" in parts and parent is not None and not web.graph.is_page(_landing(web.graph, key)):
@@ -210,6 +247,9 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
             features = (*features, (HUB_FEATURE, 1.0))
         frontier[canonical] = (learner.vectorise(features), parent, depth, hops)
         link_scores[canonical] = link_score
+        if classic is not None:
+            meta = request_meta(LinkMeta(anchor, context, parent, parent_score, hops, link_score), depth)
+            priority[canonical] = classic.score(canonical, meta)
 
     def fetch(url, vector, parent, depth, hops):
         key = url_key(url)
@@ -233,7 +273,9 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
             if "page" in parts:
                 score = 0.99 if relevance.is_relevant_key(key) else 0.01
             else:
-                score = model.score(title, text)
+                score = scores.get(("page", key))
+                if score is None:
+                    score = scores[("page", key)] = model.score(title, text)
             page_scores[key] = score
         # the page and the link that led to it, as the spider judges them (FOCUS_LINK_EVIDENCE)
         evidence = score if "page" in parts else model.with_link_evidence(score, link_scores.get(url))
@@ -243,7 +285,12 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
             found.add(relevance.page_of_key(key))
             curve[-1] = len(found)
         hops = 0 if hit else hops + 1
-        for (anchor, context, link), link_score in zip(links, model.score_links(links)):
+        found_links = scores.get(("links", key))
+        if found_links is None:
+            found_links = scores[("links", key)] = model.score_links(links)
+        if classic is not None:
+            classic.released(url)
+        for (anchor, context, link), link_score in zip(links, found_links):
             enqueue(link, url, anchor, context, round(model.probability(evidence), 4), depth + 1, hops,
                     round(link_score, 4))
 
@@ -253,6 +300,8 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     while frontier and len(curve) < budget:
         if "value" in parts:  # fixed values: only new URLs need one
             priority.update({url: values.get(url_key(url), 0.0) for url in frontier.keys() - priority.keys()})
+        elif classic is not None:
+            pass  # a classic's priorities are set when a link is found, raised when a better one is
         elif learner.version != version:
             version = learner.version
             priority = dict(zip(frontier, learner.score_many([(v, u, p) for u, (v, p, _, _) in frontier.items()])))
@@ -294,7 +343,8 @@ def _one_run(run: int) -> tuple[list[int], dict[int, list[dict]]]:
     probe = rank_probe(shared["marks"], shared["values"], quality) if shared["marks"] else None
     curve = simulate(shared["web"], shared["model"], shared["relevance"], shared["seeds"], shared["budget"],
                      shared["slots"], shared["margin"], run, shared["oracle"], shared["values"], probe,
-                     shared["version_every"], shared["jitter"], shared["hubs"])
+                     shared["version_every"], shared["jitter"], shared["hubs"], shared["strategy"],
+                     shared["scores"])
     return curve, quality
 
 
@@ -302,14 +352,15 @@ def simulate_runs(web: Web, model: TopicModel, relevance: Relevance, seeds: list
                   margin: float, runs: list[int], oracle: str = "off", values: dict[str, float] | None = None,
                   marks: list[int] = (), jobs: int = 1,
                   version_every: int = VERSION_EVERY,
-                  jitter: float = 0.0) -> tuple[list[list[int]], dict[int, list[dict]]]:
+                  jitter: float = 0.0, strategy: str = "learned", scores: dict | None = None) -> tuple[list[list[int]], dict[int, list[dict]]]:
     """``simulate`` for each seed in ``runs`` (curves in that order) and the ``--rank`` probes at
     ``marks``; with ``jobs`` > 1, in that many forked processes (a run is seeded, so the curves are
-    the same either way)."""
+    the same either way). The model's scores are worked out once for all the runs of a process
+    (``scores``: a dict to keep them in for later calls with the same model)."""
     hubs = oracle_hubs(web.graph, relevance) if "hub" in oracle_parts(oracle) else None  # once, not per run
     _SHARED.update(web=web, model=model, relevance=relevance, seeds=seeds, budget=budget, slots=slots,
                    margin=margin, oracle=oracle, values=values, marks=list(marks), version_every=version_every,
-                   jitter=jitter, hubs=hubs)
+                   jitter=jitter, hubs=hubs, strategy=strategy, scores={} if scores is None else scores)
     try:
         if jobs > 1 and len(runs) > 1:
             with multiprocessing.get_context("fork").Pool(min(jobs, len(runs))) as pool:
@@ -325,17 +376,101 @@ def simulate_runs(web: Web, model: TopicModel, relevance: Relevance, seeds: list
     return [curve for curve, _ in results], quality
 
 
+def _mean_and_error(values: list[float]) -> tuple[float, float]:
+    """The mean and its standard error (0 for one value)."""
+    mean = statistics.mean(values)
+    return mean, (statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0)
+
+
+def suite_cases(names: list[str], topics: list[str] | None = None, **where):
+    """(web, topic, model path) for each topic of the suite's webs ``names`` that this machine has
+    (``bench/webs.py``), the models trained from example pages in the web's cache folder; and what
+    was skipped, with why. ``where``: ``shared`` and ``cache`` folders other than the catalogue's."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import webs as catalogue  # bench/webs.py
+
+    found = catalogue.suite(names, **where)
+    cases, skipped = [], dict(found.skipped)
+    for web, topic in found.pairs():
+        if topics and topic.name not in topics:
+            continue
+        model = web.cache("models", f"{topic.name}.joblib")
+        if model.is_file():
+            cases.append((web, topic, model))
+        else:
+            skipped[f"{web.name}/{topic.name}"] = f"{model} not trained (python bench/webs.py --train)"
+    return cases, skipped
+
+
+def run_suite(args, oracle) -> int:
+    """``--webs``: each web and topic of the suite, recall at the web's budget and harvest@500 (or
+    at the budget, when smaller), with standard errors over the runs, and the suite's mean."""
+    started = time.time()
+    cases, skipped = suite_cases(args.webs.split(","), [t for t in args.targets.split(",") if t] or None)
+    for name, why in skipped.items():
+        print(f"{name}: skipped: {why}", file=sys.stderr)
+    if not cases:
+        print("error: no web of the suite is here", file=sys.stderr)
+        return 2
+    run_seeds = list(range(args.first_run, args.first_run + args.runs))
+    strategies = args.strategy.split(",")
+    print(f"{args.runs} runs per topic (runs {run_seeds[0]}-{run_seeds[-1]}), {args.slots} slots, margin "
+          f"{args.margin}, oracle {args.oracle}, version every {args.version_every}, jitter {args.jitter}")
+    print("| web/topic (reachable) | strategy | recall@budget mean (se) [min-max] | harvest@500 |")
+    print("|---|---|---|---|")
+    means: dict[str, list[float]] = {name: [] for name in strategies}
+    webs: dict[Path, Web] = {}
+    for web, topic, model_path in cases:
+        parsed = webs.get(web.warc)
+        if parsed is None:
+            webs.clear()  # one web in memory at a time (langdocs parsed is ~1 GB)
+            parsed = webs[web.warc] = Web.cached(web.warc, web.aliases, args.cache)
+        model = TopicModel.load(model_path)
+        relevance = Relevance(load_labels(web.labels), topic.positive, parsed.same)
+        reachable = len(reachable_relevant(parsed.graph, web.seeds, relevance)) or 1
+        budget = args.budget or web.budget
+        values = oracle_values(parsed.graph, relevance) if "value" in oracle else None
+        harvest_at = min(500, budget)
+        scores: dict = {}  # the model's scores, for every strategy's runs
+        for name in strategies:
+            curves, _ = simulate_runs(parsed, model, relevance, list(web.seeds), budget, args.slots, args.margin,
+                                      run_seeds, args.oracle, values, (), args.jobs, args.version_every,
+                                      args.jitter, name, scores)
+            recall = [(c[-1] if c else 0) / reachable for c in curves]
+            harvest = [(c[min(harvest_at, len(c)) - 1] if c else 0) / harvest_at for c in curves]
+            mean, error = _mean_and_error(recall)
+            means[name].append(mean)
+            print(f"| {web.name}/{topic.name} ({reachable}) | {name} | {mean:.3f} ({error:.3f}) "
+                  f"[{min(recall):.2f}-{max(recall):.2f}] | {statistics.mean(harvest):.3f} |", flush=True)
+    for name in strategies:
+        print(f"suite mean recall@budget, {name}: {statistics.mean(means[name]):.3f} over {len(means[name])} "
+              f"topics")
+    print(f"({time.time() - started:.0f} s)")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--webs", default="", metavar="NAME[,NAME]",
+                        help="simulate these webs of the suite (bench/webs.py: webkb, demo, langdocs, tooldocs), "
+                             "each with its seeds, budget and models trained from example pages")
+    parser.add_argument("--cache", type=Path, default=None, metavar="DIR",
+                        help="with --webs: keep each parsed web here, read back next time")
+    parser.add_argument("--strategy", default="learned", metavar="NAME[,NAME]",
+                        help=f"what orders the frontier: {', '.join(STRATEGIES)} (default learned)")
     parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))
-    parser.add_argument("--models", required=True, help="folder with TARGET.joblib per target")
-    parser.add_argument("--targets", default="course,student,faculty,project")
+    parser.add_argument("--models", help="without --webs: the folder with TARGET.joblib per WebKB target")
+    parser.add_argument("--targets", default=None,
+                        help="topics (default: WebKB's four; with --webs, every topic of each web)")
     parser.add_argument("--runs", type=int, default=16,
                         help="seeded runs per target (default 16: fewer cannot tell variants apart)")
     parser.add_argument("--first-run", type=int, default=1, metavar="N",
                         help="number (and seed) of the first run (default 1): runs N..N+runs-1, so a "
                              "screen can be repeated on other trajectories")
-    parser.add_argument("--budget", type=int, default=1000)
+    parser.add_argument("--budget", type=int, default=None,
+                        help="requests per run (default 1000; with --webs, each web's budget)")
     parser.add_argument("--slots", type=int, default=16, help="requests per round, one per host (default 16)")
     parser.add_argument("--margin", type=float, default=DEFAULTS.patience_margin,
                         help=f"patience margin (default {DEFAULTS.patience_margin}, FOCUS_PATIENCE_MARGIN's)")
@@ -360,6 +495,16 @@ def main(argv=None) -> int:
         oracle = oracle_parts(args.oracle)
     except ValueError as exc:
         parser.error(str(exc))
+    unknown = set(args.strategy.split(",")) - set(STRATEGIES)
+    if unknown:
+        parser.error(f"unknown strategy {', '.join(sorted(unknown))} (known: {', '.join(STRATEGIES)})")
+    if args.webs:
+        args.targets = args.targets or ""
+        return run_suite(args, oracle)
+    if not args.models:
+        parser.error("--models is required without --webs")
+    args.targets = args.targets or "course,student,faculty,project"
+    args.budget = args.budget or 1000
     webkb = Path(args.webkb)
     if not (webkb / "webkb.warc.gz").exists():
         print(f"{webkb / 'webkb.warc.gz'} not found", file=sys.stderr)
@@ -376,6 +521,7 @@ def main(argv=None) -> int:
           + " | ".join(f"recall@{n} mean (min-max)" for n in points) + " |")
     print("|---|" + "---|" * 2 * len(points))
     recalls, marks, ranking = [], [int(n) for n in args.rank.split(",") if n], []
+    strategy = args.strategy.split(",")[0]
     for target in args.targets.split(","):
         model = TopicModel.load(Path(args.models) / f"{target}.joblib")
         relevance = Relevance(labels, [target], web.same)
@@ -383,7 +529,7 @@ def main(argv=None) -> int:
         values = oracle_values(web.graph, relevance) if "value" in oracle or marks else None
         curves, quality = simulate_runs(web, model, relevance, SEEDS, args.budget, args.slots, args.margin,
                                         run_seeds, args.oracle, values, marks, args.jobs,
-                                        args.version_every, args.jitter)
+                                        args.version_every, args.jitter, strategy)
         for mark, rows in quality.items():
             if rows:
                 ranking.append(f"| {target} | {mark} | {np.nanmean([r['auc'] for r in rows]):.3f} | "

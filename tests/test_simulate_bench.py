@@ -187,3 +187,28 @@ def test_live_oracle_never_queues_a_missing_page_and_hub_oracle_feeds_the_learne
     assert hubs and any(sim.url_key(url) in hubs for url in queued["live,hub"])
     assert hub_weight["off"] == 0.0 and hub_weight["live,hub"] != 0.0, hub_weight
     assert all(n > 0.5 * 120 for n in found["live,hub"]), found
+
+
+def test_the_classic_strategies_are_simulated_with_the_same_accounting(demo_web, demo_files, demo_model):
+    """``strategy``: a classic crawler of focuscrawl.learning.strategies orders the frontier, fed
+    the same links; the model's scores, kept in ``scores`` across runs, change nothing."""
+    sim = load_bench("simulate")
+    web = sim.Web(demo_files["warc"], None)
+    model = TopicModel.load(demo_model)
+    relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
+    scores: dict = {}
+    for name in ("bestfirst", "shark", "bfs"):
+        curve = sim.simulate(web, model, relevance, demo_web.seeds, 120, 8, 0.25, 1, strategy=name, scores=scores)
+        again = sim.simulate(web, model, relevance, demo_web.seeds, 120, 8, 0.25, 1, strategy=name, scores=scores)
+        assert curve == again and len(curve) == 120
+        assert all(a <= b for a, b in zip(curve, curve[1:]))
+    assert scores  # filled once, read by the later runs
+    bestfirst = sim.simulate(web, model, relevance, demo_web.seeds, 120, 8, 0.25, 1, strategy="bestfirst")
+    bfs = sim.simulate(web, model, relevance, demo_web.seeds, 120, 8, 0.25, 1, strategy="bfs")
+    assert bestfirst[-1] > bfs[-1]  # the topic model's order beats discovery order on the demo web
+
+
+def test_the_suite_cases_skip_what_this_machine_lacks(tmp_path):
+    sim = load_bench("simulate")
+    cases, skipped = sim.suite_cases(["webkb", "tooldocs"], shared=tmp_path, cache=tmp_path)
+    assert cases == [] and set(skipped) == {"webkb", "tooldocs"}
