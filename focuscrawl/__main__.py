@@ -2,4 +2,5 @@
 
 from focuscrawl.cli import main
 
-main()
+if __name__ == "__main__":  # importing the package's modules (pkgutil.walk_packages) runs nothing
+    main()

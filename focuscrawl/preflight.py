@@ -140,9 +140,13 @@ def check_rendering(pre: Preflight) -> None:
     """What renders is there: a browser for the playwright backend (FOCUS_RENDER=always cannot
     do without; auto reads pages plainly, with a warning at the start), a render service that
     answers as Splash does for the splash backend."""
+    from importlib.util import find_spec
+
     from focuscrawl.rendering.availability import RenderingError, effective_mode
 
     config = pre.config
+    if config.render == "always" and config.render_backend == "playwright" and find_spec("scrapy_playwright") is None:
+        return  # check_extras names the extra to install
     try:
         mode = effective_mode(config, pre.settings)
     except RenderingError as exc:
