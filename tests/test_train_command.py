@@ -228,7 +228,7 @@ def test_train_from_urls_fetches_politely_and_keeps_the_pages(little_site, tmp_p
     urls = tmp_path / "urls.txt"
     urls.write_text(f"{root}/cs302.html\n# a comment\n{root}/cs401.html\n{root}/private/cs500.html\n"
                     f"{root}/missing.html\n{root}/away\n", encoding="utf-8")
-    result = subprocess.run([sys.executable, "-m", "scrapy", "train", "--urls", str(urls), "-o", "m.joblib",
+    result = subprocess.run([sys.executable, "-m", "focuscrawl", "train", "--urls", str(urls), "-o", "m.joblib",
                              "--cv-folds", "0", "-s", "FOCUS_ALLOWED_NETWORKS=127.0.0.0/8", "-s", "DOWNLOAD_DELAY=0"],
                             cwd=tmp_path, env=no_proxy_env(), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
@@ -251,7 +251,7 @@ def test_urls_that_all_fail_are_one_error_line(little_site, tmp_path):
     urls = tmp_path / "urls.txt"
     urls.write_text(f"{root}/cs302.html\n", encoding="utf-8")
     # loopback is a private network: refused unless allowed
-    result = subprocess.run([sys.executable, "-m", "scrapy", "train", "--urls", str(urls), "-o", "m.joblib"],
+    result = subprocess.run([sys.executable, "-m", "focuscrawl", "train", "--urls", str(urls), "-o", "m.joblib"],
                             cwd=tmp_path, env=no_proxy_env(), capture_output=True, text=True, timeout=120)
     assert_one_error(result, "none of the 1 URL(s)", "private_network/loopback")
     assert seen == [] and not (tmp_path / "m.joblib").exists()
