@@ -216,33 +216,29 @@ class RenderHealthMiddleware:
         return None
 
     def process_response(self, request, response, spider=None):
-        meta = request.meta
-        started = meta.get(STARTED)
-        if started is None or not is_render(meta):
+        seconds = _render_seconds(request.meta)
+        if seconds is None:
             return response
-        seconds = time.monotonic() - started
+        meta = request.meta
         status = getattr(response, "splash_response_status", response.status) if meta.get("splash") else 200
         if status == 200:
             self.health.rendered(self._host(request), seconds)
         else:  # the render service's error answer (scrapy-splash passes it on as the response)
-            why = f"timed out after {seconds:.1f} s" if status == SPLASH_TIMEOUT else f"answered {status}"
-            self._failed(request, why)
+            self._failed(request, seconds, status == SPLASH_TIMEOUT, f"answered {status}")
         return response
 
     def process_exception(self, request, exception, spider=None):
-        meta = request.meta
-        started = meta.get(STARTED)
-        if started is None or not is_render(meta):
-            return None
-        seconds = time.monotonic() - started
-        why = f"timed out after {seconds:.1f} s" if is_timeout(exception) else f"failed ({first_line(exception)})"
-        self._failed(request, why)
+        seconds = _render_seconds(request.meta)
+        if seconds is not None:
+            self._failed(request, seconds, is_timeout(exception), f"failed ({first_line(exception)})")
         return None  # the page's failure: the spider's errback records it
 
-    def _failed(self, request, why: str) -> None:
+    def _failed(self, request, seconds: float, timed_out: bool, failure: str) -> None:
+        """A render that failed: ``failure`` says how, unless it ``timed_out`` after ``seconds``."""
+        why = f"timed out after {seconds:.1f} s" if timed_out else failure
         host = self._host(request)
         self.stats.inc_value("focus/render/failed_renders")
-        if "timed out" in why:
+        if timed_out:
             self.stats.inc_value("focus/render/timeouts")
         gave_up = self.health.failed(host, why)
         if gave_up:
@@ -254,3 +250,11 @@ class RenderHealthMiddleware:
     @staticmethod
     def _host(request) -> str:
         return request.meta.get(M.HOST) or host_key(page_url(request))
+
+
+def _render_seconds(meta) -> float | None:
+    """How long a render this middleware timed took, or None for any other request."""
+    started = meta.get(STARTED)
+    if started is None or not is_render(meta):
+        return None
+    return time.monotonic() - started
