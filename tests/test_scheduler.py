@@ -310,10 +310,11 @@ def test_a_duplicate_is_refused_silently_and_another_spelling_or_a_redirect_to_i
 def flat_out(scheduler):
     """The crawler as patience measures it: working flat out (its own work the bottleneck, so a
     wait up to FOCUS_PATIENCE is worth it)."""
-    policy(scheduler, Patience).work = lambda: 1e6
+    patience = policy(scheduler, Patience)
+    patience.work = lambda: 1e6
     start = time.monotonic()
-    policy(scheduler, Patience).load.released(start - 1.0, 0.0)
-    policy(scheduler, Patience).load.released(start - 0.5, 0.0)
+    patience.load.released(start - 1.0, 0.0)
+    patience.load.released(start - 0.5, 0.0)
     return scheduler
 
 
@@ -353,10 +354,11 @@ def test_patience_never_holds_while_the_crawler_is_idle():
     """A crawler doing nothing (a real web's delays the bottleneck) sends the worse URL rather
     than wait a second for the better one: the crawl is not idle while work is ready."""
     scheduler = make_scheduler(FOCUS_PATIENCE=2.0, DOWNLOAD_DELAY=1.0)
-    policy(scheduler, Patience).work = lambda: 0.03
+    patience = policy(scheduler, Patience)
+    patience.work = lambda: 0.03
     start = time.monotonic()
     for k in range(3):
-        policy(scheduler, Patience).load.released(start - 3.0 + k, 0.01 * k)
+        patience.load.released(start - 3.0 + k, 0.01 * k)
     spider = scheduler.spider
     for host, priority, name in [("a.test", 5.0, "best"), ("a.test", 4.0, "next"), ("b.test", 1.0, "poor")]:
         url = f"http://{host}/{name}"
