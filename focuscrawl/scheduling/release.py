@@ -103,16 +103,24 @@ def policy_paths(config: FocusConfig) -> list[Any]:
         raise ConfigError(f"FOCUS_RELEASE_POLICIES: {exc}") from None
 
 
+def policy_classes(config: FocusConfig) -> list[tuple[Any, type]]:
+    """(path, class) of every enabled policy, in order; raises ConfigError for a class path that
+    cannot be loaded."""
+    classes = []
+    for path in policy_paths(config):
+        try:
+            classes.append((path, load_object(path) if isinstance(path, str) else path))
+        except (ImportError, NameError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"FOCUS_RELEASE_POLICIES: cannot load {path!r}: {exc}") from None
+    return classes
+
+
 def load_policies(crawler, scheduler: Scheduling) -> list:
     """Every enabled release policy, built ``from_crawler(crawler, scheduler)``; one that raises
     ``NotConfigured`` is left out (a WARNING when it says why). Raises ConfigError for a class path
     that cannot be loaded."""
     policies, enabled = [], []
-    for path in policy_paths(scheduler.config):
-        try:
-            cls = load_object(path) if isinstance(path, str) else path
-        except (ImportError, NameError, ValueError, AttributeError) as exc:
-            raise ConfigError(f"FOCUS_RELEASE_POLICIES: cannot load {path!r}: {exc}") from None
+    for path, cls in policy_classes(scheduler.config):
         try:
             policies.append(build_from_crawler(cls, crawler, scheduler))
         except NotConfigured as exc:
@@ -132,4 +140,5 @@ def refuse(crawler, request: Request, reason: str) -> bool:
     return False
 
 
-__all__ = ["HOOKS", "PolicyHooks", "ReleasePolicy", "Scheduling", "load_policies", "policy_paths", "refuse"]
+__all__ = ["HOOKS", "PolicyHooks", "ReleasePolicy", "Scheduling", "load_policies", "policy_classes", "policy_paths",
+           "refuse"]
