@@ -24,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from scrapy import Request
 
+from focuscrawl.config import ConfigError
 from focuscrawl.frontier import Entry, Frontier, read_stored, record_priority
 from focuscrawl.frontier.admission import Admission
 from focuscrawl.jobdir import JobDir, JobDirError, read_jobdir
@@ -74,10 +75,10 @@ class Persistence:
         self._last_checkpoint = time.monotonic()
 
     def keep(self, parts: Iterable[Stateful]) -> None:
-        """Keep these parts' state with the snapshot too (each name once)."""
+        """Keep these parts' state with the snapshot too; raises ConfigError for a name taken."""
         for part in parts:
             if part.name in SNAPSHOT_KEYS or any(part.name == kept.name for kept in self.parts):
-                raise ValueError(f"a stateful part's name is taken in the snapshot: {part.name!r}")
+                raise ConfigError(f"{type(part).__name__}: its name in the JOBDIR snapshot is taken: {part.name!r}")
             self.parts.append(part)
 
     # --- the journal ------------------------------------------------------------------------------
