@@ -168,7 +168,7 @@ def test_a_stateful_policy_may_not_take_a_name_the_snapshot_uses(tmp_path):
     class Seen(Visits):
         name = "seen"
 
-    with pytest.raises(NotConfigured, match="focuscrawl scheduler: Seen: its name in the JOBDIR snapshot is taken: 'seen'"):
+    with pytest.raises(NotConfigured, match="Seen: its name in the JOBDIR snapshot is taken: 'seen'"):
         built(JOBDIR=str(tmp_path / "job"), FOCUS_RELEASE_POLICIES={Seen: 500})
 
 
