@@ -4,10 +4,13 @@ setting as Scrapy loads its middlewares::
     FOCUS_RELEASE_POLICIES = {"myproject.policies.OfficeHours": 450, "focuscrawl.scheduling.policies.Patience": None}
 
 ``FOCUS_RELEASE_POLICIES_BASE`` holds focuscrawl's own (URL aliases, patience, the HEAD check,
-revisits, render routing); ``FOCUS_RELEASE_POLICIES`` is merged over it (``None`` turns one off)
-and the policies are asked in ascending order. Each is built ``from_crawler(crawler, scheduler)``,
-turns itself off by raising ``NotConfigured`` (bare when its setting has it off: no log line; with
-a message: one WARNING), and connects the crawler's signals it needs itself.
+revisits, render routing, a render service's continuation); ``FOCUS_RELEASE_POLICIES`` is merged
+over it (``None`` turns one off) and the policies are asked in ascending order. Each is built
+``from_crawler(crawler, scheduler)``, turns itself off by raising ``NotConfigured`` (bare when its
+setting has it off: no log line; with a message: one WARNING), raises ``ConfigError`` when it
+cannot work as configured (the crawl stops with that one line), and connects the crawler's
+signals it needs itself. One with state (``name``, ``state()``, ``restore(state)``:
+``persistence.Stateful``) is kept by a JOBDIR snapshot.
 
 A policy defines only the hooks it needs (``ReleasePolicy``); the scheduler asks those who define
 each one, in order, as Scrapy asks the middlewares that have a method.
