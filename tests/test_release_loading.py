@@ -184,3 +184,18 @@ def test_the_scheduler_is_a_release_policys_only_way_in():
 
     scheduler = built(FOCUS_RELEASE_POLICIES={Spy: 1})
     assert isinstance(seen["scheduler"], FocusScheduler) and seen["scheduler"] is scheduler
+
+
+def test_the_add_on_puts_the_base_in_the_settings_and_a_command_line_dict_turns_one_off():
+    """As a crawl reads them: the add-on sets FOCUS_RELEASE_POLICIES_BASE (a dict, at its priority)
+    and -s gives FOCUS_RELEASE_POLICIES as JSON."""
+    from scrapy.utils.test import get_crawler
+
+    from tests.test_scheduler import LinkSpider
+
+    crawler = get_crawler(LinkSpider, {"ADDONS": {"focuscrawl.Addon": 0}, "ROBOTSTXT_OBEY": False,
+                                       "FOCUS_RENDER": "never", "FOCUS_HEAD_CHECK": True,
+                                       "FOCUS_RELEASE_POLICIES": '{"%s": null}' % HEAD_CHECK})
+    crawler._apply_settings()
+    assert crawler.settings.getdict("FOCUS_RELEASE_POLICIES_BASE")[PATIENCE] == 200
+    assert kinds(FocusScheduler.from_crawler(crawler)) == [UrlAliases, Patience, RenderContinuation]
