@@ -199,3 +199,26 @@ def test_the_add_on_puts_the_base_in_the_settings_and_a_command_line_dict_turns_
     crawler._apply_settings()
     assert crawler.settings.getdict("FOCUS_RELEASE_POLICIES_BASE")[PATIENCE] == 200
     assert kinds(FocusScheduler.from_crawler(crawler)) == [UrlAliases, Patience, RenderContinuation]
+
+
+def test_recrawl_hears_the_signals_itself_and_drops_only_a_revisit_the_scheduler_refused():
+    """Revisits are a policy of their own: the spider's visits reach them through page_visited, and
+    a queued revisit the scheduler refuses (robots.txt, the exclusion list: before its release)
+    leaves the plan; one the network guard refuses after its release stays due."""
+    from types import SimpleNamespace
+
+    from focuscrawl import signals as focus_signals
+
+    scheduler = make_scheduler(FOCUS_RECRAWL=True, FOCUS_RENDER="never")
+    (recrawl,) = [p for p in scheduler.policies if isinstance(p, Recrawl)]
+    send = scheduler.crawler.signals.send_catch_log
+    for url in ("http://a.test/x", "http://a.test/y"):
+        send(focus_signals.page_visited, request=Request(url), response=SimpleNamespace(status=200), url=url,
+             kind="page", text_hash="h", weight=1.0)
+    assert len(recrawl.revisits) == 2 and scheduler.has_pending_requests()
+    recrawl.revisits.queued.update({"http://a.test/x", "http://a.test/y"})
+    send(focus_signals.request_refused, request=Request("http://a.test/x", meta={"focus_revisit": "due"}),
+         reason="robots_disallowed")
+    send(focus_signals.request_refused, reason="private_address",
+         request=Request("http://a.test/y", meta={"focus_revisit": "due", "focus_host": "a.test"}))
+    assert len(recrawl.revisits) == 1 and recrawl.revisits.queued == {"http://a.test/y"}
