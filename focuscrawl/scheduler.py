@@ -302,7 +302,7 @@ class FocusScheduler:
                     self.stats.inc_value("focus/strategy/raised")
                 return False
         if reason:
-            return self.refuse(request, reason)
+            return self._refuse(request, reason)
         vector = self.learner.vectorise(link_features(link_context(canonical, meta)))
         entry = Entry(self.strategy.score(canonical, meta, vector), canonical, request, vector, self.frontier.version)
         pruned = self.frontier.push(host_key(canonical), entry)
@@ -316,8 +316,7 @@ class FocusScheduler:
                 self.persistence.spill(pruned)
         return True
 
-    def refuse(self, request: Request, reason: str) -> bool:
-        """A request the crawl will not fetch (counted, and signalled: ``request_refused``)."""
+    def _refuse(self, request: Request, reason: str) -> bool:
         return refuse(self.crawler, request, reason)
 
     def forget(self, url: str) -> None:
@@ -375,14 +374,14 @@ class FocusScheduler:
                 frontier.requeue(host, entry)  # the host stays busy while robots.txt is fetched
                 return self._release(host, self.robots.request(host, request.url), None)
             if verdict.action == "refuse":
-                self.refuse(request, verdict.reason)
+                self._refuse(request, verdict.reason)
                 frontier.release(host, now)
                 continue
             if robots_request:
                 return self._release(host, request, entry)
             reason = self.admission.excluded(request.url)  # the list may have changed since admission
             if reason:
-                self.refuse(request, reason)
+                self._refuse(request, reason)
                 frontier.release(host, now)
                 continue
             for review in self.hooks.review:

@@ -13,6 +13,7 @@ its place), or None to hold it back (it goes back to the frontier).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from urllib.parse import urlsplit
 
 from scrapy import Request
@@ -23,7 +24,7 @@ from focuscrawl.frontier import Entry, Frontier
 from focuscrawl.parsing.documents import DOCUMENT_TYPES
 from focuscrawl.politeness.gate import HostGate
 from focuscrawl.scheduling.load import CrawlerLoad, runnable_time
-from focuscrawl.scheduling.release import Scheduling
+from focuscrawl.scheduling.release import Scheduling, refuse
 from focuscrawl.urls import canonicalize, extension
 
 #: extensions that name a page: no HEAD check needed before fetching
@@ -121,7 +122,7 @@ class HeadCheck:
     def from_crawler(cls, crawler, scheduler: Scheduling) -> HeadCheck:
         if not scheduler.config.head_check:
             raise NotConfigured
-        return cls(crawler.stats, scheduler.refuse, scheduler.forget, documents=scheduler.config.documents)
+        return cls(crawler.stats, partial(refuse, crawler), scheduler.forget, documents=scheduler.config.documents)
 
     def review(self, host: str, entry: Entry, request: Request, now: float) -> Request | None:
         meta = request.meta
