@@ -117,11 +117,11 @@ IGNORED: tuple[tuple[str, Any, str], ...] = (
 
 def focus_defaults() -> dict[str, Any]:
     """Every FOCUS_* setting with its default (config.DEFAULTS, their one home), as Scrapy settings
-    hold them (tuples as lists)."""
-    from focuscrawl.config import FocusConfig
+    hold them (tuples as lists, component dicts as dicts)."""
+    from focuscrawl.config import COMPONENT_SETTINGS, FocusConfig
 
-    return {name: list(default) if isinstance(default, tuple) else default
-            for name, default, _ in FocusConfig.settings()}
+    return {name: dict(default) if name in COMPONENT_SETTINGS else list(default) if isinstance(default, tuple)
+            else default for name, default, _ in FocusConfig.settings()}
 
 
 class Addon:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -144,6 +144,30 @@ def _crawl_id(name: str, raw: Any) -> str:
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", text):
         raise ConfigError(f"{name} must be 1-64 letters, digits, '.', '_' or '-', not {raw!r}")
     return text
+
+
+def _components(name: str, raw: Any) -> tuple[tuple[Any, float | None], ...]:
+    """A component dict as Scrapy's ``DOWNLOADER_MIDDLEWARES`` (class path or class: an order, or
+    None to turn it off), from a dict, (path, order) pairs, or JSON as ``-s`` gives it."""
+    if isinstance(raw, str):
+        import json
+
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            raise ConfigError(f"{name} must be a dict of class paths and orders, not {raw!r}") from None
+    try:
+        pairs = tuple((path, order) for path, order in (raw.items() if isinstance(raw, Mapping) else raw))
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a dict of class paths and orders, not {raw!r}") from None
+    for path, order in pairs:
+        if order is not None and (isinstance(order, bool) or not isinstance(order, int | float)):
+            raise ConfigError(f"{name}[{path!r}] must be a number (its order) or None, not {order!r}")
+    return pairs
+
+
+#: settings that are component dicts (Scrapy settings hold them as dicts)
+COMPONENT_SETTINGS = frozenset({"FOCUS_RELEASE_POLICIES_BASE", "FOCUS_RELEASE_POLICIES"})
 
 
 #: FOCUS_STRATEGY's choices (focuscrawl/learning/strategies.py implements them)
@@ -344,6 +368,25 @@ class FocusConfig:
     head_check: bool = setting(
         "FOCUS_HEAD_CHECK", False, _bool,
         "Send a HEAD first to URLs whose extension does not say 'page'; skip them unless HTML.")
+    release_policies_base: tuple[tuple[Any, float | None], ...] = setting(
+        "FOCUS_RELEASE_POLICIES_BASE", (
+            ("focuscrawl.scheduling.aliases.UrlAliases", 100),
+            ("focuscrawl.scheduling.policies.Patience", 200),
+            ("focuscrawl.scheduling.policies.HeadCheck", 300),
+            ("focuscrawl.scheduling.recrawl.Recrawl", 400),
+            # last: a request held back by another policy is not made a render
+            ("focuscrawl.scheduling.rendering.RenderRouting", 900),
+            ("focuscrawl.scheduling.rendering.RenderContinuation", 950),
+        ), _components,
+        "focuscrawl's own release policies (class path: order), each switched on by its own "
+        "setting: what the scheduler asks, in ascending order, about a request on its way out "
+        "(focuscrawl/scheduling/release.py). Set FOCUS_RELEASE_POLICIES instead.")
+    release_policies: tuple[tuple[Any, float | None], ...] = setting(
+        "FOCUS_RELEASE_POLICIES", (), _components,
+        "Release policies of a project's own (class path: order), merged over "
+        "FOCUS_RELEASE_POLICIES_BASE as Scrapy merges DOWNLOADER_MIDDLEWARES; None turns one off. "
+        "Each is built from_crawler(crawler, scheduler) and answers review(host, entry, request, now) "
+        "with the request to send or None to hold it (focuscrawl/scheduling/release.py).")
     # --- politeness --------------------------------------------------------------------------
     politeness_per_ip: bool = setting(
         "FOCUS_POLITENESS_PER_IP", False, _bool,

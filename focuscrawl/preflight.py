@@ -109,6 +109,16 @@ def check_extras(pre: Preflight) -> None:
         raise PreflightError(str(exc)) from None
 
 
+def check_release_policies(pre: Preflight) -> None:
+    """Every release policy named (FOCUS_RELEASE_POLICIES) can be loaded."""
+    from focuscrawl.scheduling.release import policy_classes
+
+    try:
+        policy_classes(pre.config)
+    except ConfigError as exc:
+        raise PreflightError(str(exc)) from None
+
+
 def check_redis(pre: Preflight) -> None:
     """A shared frontier's Redis answers a PING (the scheduler and the duplicate filter both
     connect to it as the crawl starts)."""
@@ -217,8 +227,9 @@ def check_feeds(pre: Preflight) -> None:
 
 
 #: in the order a user would fix them
-CHECKS: tuple[Check, ...] = (check_model, check_seeds, check_threshold, check_exclusion_list, check_extras, check_redis,
-                             check_rendering, check_store, check_jobdir, check_crawl_log, check_feeds)
+CHECKS: tuple[Check, ...] = (check_model, check_seeds, check_threshold, check_exclusion_list, check_extras,
+                             check_release_policies, check_redis, check_rendering, check_store, check_jobdir,
+                             check_crawl_log, check_feeds)
 
 
 def run(spargs: dict, settings, checks: tuple[Check, ...] = CHECKS) -> list[str]:

@@ -9,8 +9,13 @@ starts everything it is handed at once and priority is global across hosts.
 
 The scheduler only wires its parts together::
 
-    enqueue_request = admission.admit -> strategy.score -> frontier.push   (journaled with JOBDIR)
-    next_request    = frontier.pop -> gate.check -> release policies -> release
+    enqueue_request = policies.admit -> admission.admit -> strategy.score -> frontier.push   (journaled with JOBDIR)
+    next_request    = policies.refill -> frontier.pop -> policies.popped -> gate.check -> policies.review -> release
+
+The release policies (``FOCUS_RELEASE_POLICIES``, ``focuscrawl.scheduling.release``: URL aliases,
+patience, the HEAD check, revisits, render routing, and a project's own) are built from the
+crawler, switch themselves off, connect their own signals and keep their own state (JOBDIR keeps
+it through ``Persistence``); the scheduler asks each the hooks it defines, in order.
 
 Feedback arrives through signals: ``response_downloaded`` (latency, status, Retry-After: the
 gate), ``request_left_downloader`` (the host is free again), ``focuscrawl.signals.page_scored``
@@ -38,29 +43,21 @@ from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import ConfigError, FocusConfig
 from focuscrawl.extras import MissingExtra
-from focuscrawl.distributed.connection import RedisUnavailable, reactor_wait
+from focuscrawl.distributed.connection import RedisUnavailable
 from focuscrawl.frontier import Entry, Frontier
 from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
-from focuscrawl.freshness import RevisitPlan
-from focuscrawl.frontier.aliases import HostAliases
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
 from focuscrawl.learning.learner import page_reward
 from focuscrawl.learning.strategies import LearnedStrategy, make_strategy
 from focuscrawl.meta import link_parent
 from focuscrawl.politeness import DelayPolicy
 from focuscrawl.politeness.gate import HostGate, PerIpLimit
-from focuscrawl.rendering.availability import RenderingError, effective_mode
-from focuscrawl.rendering.decide import RenderHosts
-from focuscrawl.rendering.requests import RenderMeta, page_url
 from focuscrawl.request_codec import RequestCodec
 from focuscrawl.scheduling.downloader import DownloaderAdapter
-from focuscrawl.scheduling.load import runnable_time
-from focuscrawl.scheduling.persistence import Persistence
-from focuscrawl.scheduling.policies import HeadCheck, Patience, ReleasePolicy
-from focuscrawl.scheduling.rendering import RenderRouting
+from focuscrawl.scheduling.persistence import Persistence, Stateful
+from focuscrawl.scheduling.release import PolicyHooks, load_policies, refuse
 from focuscrawl.scheduling.requests import RequestSerializer
 from focuscrawl.scheduling.rescoring import ROBOTS_PRIORITY, BackgroundRescorer
-from focuscrawl.scheduling.revisits import Revisits
 from focuscrawl.scheduling.robots import RobotsFetcher
 from focuscrawl.urls import canonicalize, host_key
 
@@ -73,29 +70,12 @@ logger = logging.getLogger(__name__)
 #: packed URL instead of ~220 B, 32 MB at most), which spares background re-scoring the inflating
 #: and deflating of every run it rewrites (about a sixth of its cost on a WebKB crawl)
 FRONTIER_DEFLATE_FROM = 50_000
-#: what a released request's meta gained on its way (the scheduler's and Scrapy's own): dropped when
-#: the request is made again in another spelling
-_RELEASE_META = frozenset({M.ALIAS_OF, M.HOST, M.PRIORITY, M.EXPLAIN, M.GOT_RESPONSE, M.STATUS, "download_slot",
-                           "download_latency", "download_timeout", "_scheme_proxy", "proxy"})
-
-
-def _spelled_as_given(meta) -> bool:
-    """A redirect's target (where the server says the page is) and the fallback of a failed
-    re-spelling are fetched as they are spelled."""
-    return bool(meta.get("redirect_times") or meta.get(M.AS_LINKED))
-
-
-def _respelled(request: Request, url: str) -> Request:
-    """``request`` for ``url``, remembering the spelling the link gave (fetched instead if ``url`` fails)."""
-    return request.replace(url=url, meta={**request.meta, M.ALIAS_OF: request.url})
 
 
 class FocusScheduler:
     def __init__(self, crawler, config: FocusConfig, *, frontier: Frontier, admission: Admission, gate: HostGate,
                  learner: LinkRewardLearner, serializer: RequestSerializer, downloader: DownloaderAdapter,
-                 persistence: Persistence | None = None, strategy=None, aliases: HostAliases | None = None,
-                 shared: SharedCrawl | None = None, revisits: Revisits | None = None,
-                 render_mode: str = "never"):
+                 persistence: Persistence | None = None, strategy=None, shared: SharedCrawl | None = None):
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
@@ -108,38 +88,23 @@ class FocusScheduler:
         self.persistence = persistence
         # this process's part in a crawl shared on Redis (FOCUS_FRONTIER_URL); None: a crawl of its own
         self.shared = shared
-        # the spellings each host serves one page at, learned from redirects and content hashes
-        self.aliases = aliases
-        # a continuous crawl's revisits of what it found (FOCUS_RECRAWL); None: each page fetched once
-        self.revisits = revisits
         # what sets the priorities (FOCUS_STRATEGY): by default the learner
         self.strategy = strategy if strategy is not None else LearnedStrategy(learner)
         # through the attribute, so that a test may stand in for the reactor
         self.rescorer = BackgroundRescorer(frontier, self.strategy, lambda func: self.downloader.call_soon(func))
         self.robots = RobotsFetcher(crawler, gate, frontier, self._free, over_cap=config.crawl_delay_over_cap,
                                     follow_sitemaps=config.follow_sitemaps)
-        self.policies: list[ReleasePolicy] = []
-        # patience prices a wait by the crawler's load: it hears of every request released. A shared
-        # crawl's worker also works while it waits for Redis (its reactor does nothing else meanwhile)
-        work = runnable_time if shared is None else (lambda: runnable_time() + reactor_wait())
-        self.patience = (Patience(frontier, gate, config.patience, config.patience_margin, work=work,
-                                  priced=config.patience_priced) if config.patience > 0 else None)
-        if self.patience is not None:
-            self.policies.append(self.patience)
-        if config.head_check:
-            self.policies.append(HeadCheck(self.stats, self._refuse, self._forget, documents=config.documents))
-        # which hosts need a browser (FOCUS_RENDER, as the crawl can honour it); None: no page is rendered
-        self.render_hosts = RenderHosts() if render_mode != "never" else None
-        if self.render_hosts is not None:  # last: a request held back by another policy is not made a render
-            self.policies.append(RenderRouting(render_mode, self.render_hosts, RenderMeta(config), gate, self.stats))
-            if persistence is not None:
-                persistence.render_hosts = self.render_hosts
         self.released = 0  # requests released, robots.txt fetches not counted (FOCUS_BUDGET)
         # requests a downloader middleware made of one released (a render sent to SPLASH_URL): sent
         # next, past the frontier and the gate, whose host they already hold
         self._continuations: deque[Request] = deque()
         self.spider = None
         self._froze_gc = False
+        # FOCUS_RELEASE_POLICIES, in order; each hook's methods (a policy defines those it needs)
+        self.policies = load_policies(crawler, self)
+        self.hooks = PolicyHooks(self.policies)
+        if persistence is not None:
+            persistence.keep(policy for policy in self.policies if isinstance(policy, Stateful))
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -185,27 +150,18 @@ class FocusScheduler:
         learner = LinkRewardLearner(credit_decay=config.credit_decay, exploration=config.exploration,
                                     hub_cap=config.hub_cap, learning_rate=config.learning_rate,
                                     max_nodes=config.learner_nodes)
-        aliases = HostAliases(max_pages=config.url_aliases_pages) if config.url_aliases else None
         if config.jobdir and shared is not None:
             logger.warning("JOBDIR keeps the spider's state only: the shared frontier lives in Redis (%s)",
                            config.frontier_url)
-        revisits = (Revisits(RevisitPlan(min_interval=config.recrawl_min_interval,
-                                         # the baselines know nothing of relevance: they keep every page
-                                         **({} if config.recrawl_policy == "optimal" else {"fade_below": 0.0})),
-                             config.recrawl_share, config.recrawl_policy, config.recrawl_reallocate_seconds,
-                             crawler.stats)
-                    if config.recrawl else None)
         persistence = (Persistence(config.jobdir, serializer, frontier, admission, gate, crawler.stats,
-                                   config.checkpoint_seconds, aliases=aliases, revisits=revisits)
+                                   config.checkpoint_seconds)
                        if config.jobdir and shared is None else None)
-        try:
-            rendering = effective_mode(config, crawler.settings)
-        except RenderingError as exc:
+        try:  # the release policies are built with the scheduler
+            return cls(crawler, config, frontier=frontier, admission=admission, gate=gate, learner=learner,
+                       serializer=serializer, downloader=DownloaderAdapter(crawler), persistence=persistence,
+                       strategy=make_strategy(config.strategy, learner, config), shared=shared)
+        except ConfigError as exc:
             raise NotConfigured(f"focuscrawl scheduler: {exc}") from exc
-        return cls(crawler, config, frontier=frontier, admission=admission, gate=gate, learner=learner,
-                   serializer=serializer, downloader=DownloaderAdapter(crawler), persistence=persistence,
-                   strategy=make_strategy(config.strategy, learner, config), aliases=aliases, shared=shared,
-                   revisits=revisits, render_mode=rendering)
 
     # --- lifecycle ----------------------------------------------------------------------------
     def open(self, spider):
@@ -218,11 +174,6 @@ class FocusScheduler:
         sig.connect(self._on_item_done, signal=signals.item_dropped)
         sig.connect(self._on_page_stored, signal=focus_signals.page_stored)
         sig.connect(self._on_spider_idle, signal=signals.spider_idle)
-        if self.render_hosts is not None:
-            sig.connect(self._on_render_judged, signal=focus_signals.render_judged)
-        if self.revisits is not None:
-            sig.connect(self._on_page_visited, signal=focus_signals.page_visited)
-            sig.connect(self._on_change_hinted, signal=focus_signals.change_hinted)
         self.downloader.take_over_delays()
         if self.shared is not None:
             self.shared.attach(self.gate, self.robots.apply)
@@ -278,11 +229,6 @@ class FocusScheduler:
         self.stats.set_value("focus/frontier/rescored", self.frontier.rescored)
         self.stats.set_value("focus/frontier/pruned", self.frontier.pruned)
         self.stats.set_value("focus/seen", len(self.admission.seen))
-        if self.aliases is not None and self.aliases.active:
-            rules = self.aliases.rules()
-            logger.info("URL aliases learned: slash on %d hosts, index pages on %d, www/bare names on %d",
-                        len(rules["slash"]), len(rules["index"]), len(rules["www"]))
-            self.stats.set_value("focus/aliases/hosts", len(rules["slash"]) + len(rules["index"]) + len(rules["www"]))
         return None
 
     def has_pending_requests(self) -> bool:
@@ -290,8 +236,8 @@ class FocusScheduler:
             return True
         if self._budget_spent():
             return False
-        if self.revisits is not None and len(self.revisits):
-            return True  # a continuous crawl: pages to keep fresh (the budget or a stop ends it)
+        if any(pending() for pending in self.hooks.pending):
+            return True  # a policy's work (revisits) keeps the crawl open: the budget or a stop ends it
         if not len(self.frontier):
             if self.shared is not None:  # other workers' pages may still bring links
                 return self.gate.busy() or self.shared.pending()
@@ -328,11 +274,8 @@ class FocusScheduler:
     # --- enqueue: admit -> score -> push -------------------------------------------------------
     def enqueue_request(self, request: Request) -> bool:
         meta = request.meta
-        host = meta.get(M.HOST)
-        if meta.get("_splash_processed") and host is not None and host in self.gate.inflight:
-            # scrapy-splash made a released render its call of SPLASH_URL (a downloader middleware
-            # returns a new request): the same visit of the host, which holds the host until it ends
-            self.gate.inflight[host] = request
+        if any(continues(request) for continues in self.hooks.continues):
+            # it continues a request released (a render made a call of the render service): sent next
             self._continuations.append(request)
             self.stats.inc_value("scheduler/enqueued")
             return True
@@ -345,8 +288,8 @@ class FocusScheduler:
             # the page redirected is done: its target is queued now, whichever worker fetches it
             self.shared.done({canonicalize(u) for u in meta.get("redirect_urls") or ()})
         canonical = canonicalize(request.url)
-        if self.aliases is not None:
-            request, canonical = self._alias(request, canonical)
+        for admit in self.hooks.admit:
+            request, canonical = admit(request, canonical)
         reason = self.admission.admit(request.url, canonical, dont_filter=request.dont_filter,
                                       redirect_times=meta.get("redirect_times", 0),
                                       sitemap=bool(meta.get(M.SITEMAP) or meta.get(M.FEED)),
@@ -373,45 +316,11 @@ class FocusScheduler:
                 self.persistence.spill(pruned)
         return True
 
-    def _alias(self, request: Request, canonical: str) -> tuple[Request, str]:
-        """A redirect hop is evidence of the host's aliases; any other URL is taken in the spelling
-        its host's learned rules give (a redirect's target is where the server says the page is:
-        never re-spelled, so a rule can never send the crawl round a redirect)."""
-        meta = request.meta
-        previous = meta.get("redirect_urls") or ()
-        if meta.get("redirect_times") and previous:
-            self.aliases.redirected(canonicalize(previous[-1]), canonical)
-        if _spelled_as_given(meta):
-            return request, canonical
-        alias = self.aliases.canonical(canonical)
-        if alias == canonical:
-            return request, canonical
-        self.stats.inc_value("focus/aliases/respelled")
-        return _respelled(request, alias), alias
-
-    def _alias_evidence(self, request: Request, page) -> None:
-        """A page's content hash is evidence of its host's aliases; a re-spelled URL that failed is
-        evidence against the rule, and the spelling the link gave is fetched instead."""
-        status = getattr(page, "status", None)
-        original = request.meta.get(M.ALIAS_OF)
-        if original and (not status or status >= 400):
-            self.aliases.mistaken(canonicalize(original), canonicalize(request.url))
-            self.stats.inc_value("focus/aliases/mistaken")
-            meta = {k: v for k, v in request.meta.items() if k not in _RELEASE_META}
-            meta[M.AS_LINKED] = True
-            self.enqueue_request(request.replace(url=original, meta=meta))
-        elif status == 200 and getattr(page, "content_hash", ""):
-            self.aliases.fetched(canonicalize(page.final_url or request.url), page.content_hash,
-                                 redirected=bool(request.meta.get("redirect_urls")))
-
     def _refuse(self, request: Request, reason: str) -> bool:
-        if self.revisits is not None and request.meta.get(M.REVISIT) is not None:
-            self.revisits.dropped(canonicalize(request.url))
-        self.stats.inc_value(f"focus/refused/{reason}")
-        self.crawler.signals.send_catch_log(focus_signals.request_refused, request=request, reason=reason)
-        return False
+        return refuse(self.crawler, request, reason)
 
-    def _forget(self, url: str) -> None:
+    def forget(self, url: str) -> None:
+        """A released URL that will not be fetched after all (a HEAD check said it is no page)."""
         if self.persistence is not None:
             self.persistence.forget(url)
 
@@ -435,8 +344,8 @@ class FocusScheduler:
             self.persistence.checkpoint(self.learner, self.released, self.strategy)
         if self.strategy.settle():  # queued URLs found on better pages since: re-score them
             self.rescorer.learner_updated()
-        if self.revisits is not None:
-            self._queue_revisits(now)
+        for refill in self.hooks.refill:  # a policy's own requests (revisits due) into the queues
+            refill(now)
         frontier = self.frontier
         for _ in range(10_000):
             popped = frontier.pop(now, rescore=self.rescorer.rescore)
@@ -447,13 +356,13 @@ class FocusScheduler:
                 self.downloader.wake_at(self._next_wake(), time.monotonic())
                 return None
             host, entry = popped
+            for respell in self.hooks.popped:  # another spelling of the URL (aliases); None: dropped or moved
+                if (entry := respell(host, entry, now)) is None:
+                    break
+            if entry is None:
+                continue
             request = entry.payload
             robots_request = bool(request.meta.get(M.ROBOTS_FOR))
-            if self.aliases is not None and self.aliases.active and not robots_request:
-                respelled = self._respell_queued(host, entry, now)
-                if respelled is None:
-                    continue
-                entry, request = respelled, respelled.payload
             verdict = self.gate.check(host, request.url, now, robots_request)
             if verdict.action == "wait":
                 frontier.requeue(host, entry)
@@ -475,8 +384,8 @@ class FocusScheduler:
                 self._refuse(request, reason)
                 frontier.release(host, now)
                 continue
-            for policy in self.policies:
-                request = policy.review(host, entry, request, now)
+            for review in self.hooks.review:
+                request = review(host, entry, request, now)
                 if request is None:
                     frontier.requeue(host, entry)
                     frontier.release(host, now)
@@ -486,43 +395,17 @@ class FocusScheduler:
             return self._release(host, request, entry)
         return None
 
-    def _respell_queued(self, host: str, entry: Entry, now: float) -> Entry | None:
-        """A URL queued before its host's aliases were learned, in the spelling they give: dropped
-        when that spelling was seen already, moved to the other host's queue for a www/bare alias
-        (None: nothing to fetch from ``host`` now), else the entry to fetch. The new spelling
-        becomes seen when the request is released, not here: an entry held back (patience, a
-        host's wait) goes back to its queue as it was popped, and is re-spelled again."""
-        request = entry.payload
-        if _spelled_as_given(request.meta):
-            return entry
-        alias = self.aliases.canonical(entry.url)
-        if self.aliases.fetched_as_another(alias) or (alias != entry.url and alias in self.admission.seen):
-            self.stats.inc_value("focus/aliases/dropped")
-            self.frontier.release(host, now)
-            return None
-        if alias == entry.url:
-            return entry
-        self.stats.inc_value("focus/aliases/respelled")
-        moved = Entry(entry.priority, alias, _respelled(request, alias), entry.features, entry.version)
-        if host_key(alias) != host:
-            self.frontier.push(host_key(alias), moved)
-            self.frontier.release(host, now)
-            return None
-        return moved
-
     def _release(self, host: str, request: Request, entry: Entry | None) -> Request:
         meta = request.meta
         meta["download_slot"] = host
         meta[M.HOST] = host
         self.gate.start(host, request)
         self.stats.inc_value("scheduler/dequeued")
-        if self.patience is not None:
-            self.patience.released(time.monotonic())
-        if self.revisits is not None and not meta.get(M.ROBOTS_FOR):
-            self.revisits.released_one(time.monotonic(), revisit=meta.get(M.REVISIT) is not None)
+        if self.hooks.released:
+            now = time.monotonic()
+            for released in self.hooks.released:
+                released(host, request, entry, now)
         if entry is not None and not meta.get(M.ROBOTS_FOR):
-            if meta.get(M.ALIAS_OF) and self.aliases is not None:
-                self.admission.seen.add(entry.url)  # re-spelled in the queue (see _respell_queued)
             self.released += 1
             if self.shared is not None:
                 self.shared.count_release()
@@ -542,44 +425,13 @@ class FocusScheduler:
             self.stats.inc_value("focus/robots/requests")
         return request
 
-    # --- revisits (FOCUS_RECRAWL) -----------------------------------------------------------------
-    def _queue_revisits(self, now: float) -> None:
-        """Due revisits into their hosts' queues at the priority of their value, as many as the
-        revisit share allows (``Revisits``); never re-scored (no features)."""
-        queued_revisits = len(self.revisits.queued)
-        discovery_left = len(self.frontier) > queued_revisits
-        for canonical, request, value in self.revisits.due_requests(now, self.released, discovery_left,
-                                                                    self.spider.revisit_request):
-            self.frontier.push(host_key(canonical), Entry(value, canonical, request, None, -1))
-
     def _next_wake(self) -> float | None:
-        """When the engine should ask again: a host's turn, or the next revisit due."""
-        ready_at = self.frontier.next_ready_time()
-        if self.revisits is None:
-            return ready_at
-        due = self.revisits.next_due(time.monotonic())
-        return due if ready_at is None else ready_at if due is None else min(ready_at, due)
-
-    def _on_page_visited(self, request, response, url, kind, text_hash, weight=None, etag=None,
-                         last_modified=None, spider=None):
-        revisit = request.meta.get(M.REVISIT) is not None
-        self.revisits.record(url, response.status, revisit=revisit, text_hash=text_hash, weight=weight, etag=etag,
-                             last_modified=last_modified, released=self.released,
-                             depth=request.meta.get(M.DEPTH, 0), kind=kind)
-        requested = canonicalize(page_url(request)) if revisit else url
-        if requested != url:
-            self.revisits.record(requested, 301, revisit=True)  # moved: its new address is tracked
-
-    def _on_render_judged(self, request, host, shell=None, plain=None, rendered=None, spider=None):
-        if plain is not None and rendered is not None:
-            if self.render_hosts.rendered(host, *plain, *rendered):
-                self.stats.inc_value("focus/render/gained")
-        elif shell is not None:
-            self.render_hosts.plain_page(host, shell)
-        self.stats.set_value("focus/render/hosts_marked", self.render_hosts.stats()["hosts_marked"])
-
-    def _on_change_hinted(self, url, changed_at=None, changefreq=None, spider=None):
-        self.revisits.hint(url, changed_at, changefreq)
+        """When the engine should ask again: a host's turn, or a policy's next work due (a revisit)."""
+        times = [self.frontier.next_ready_time()]
+        if self.hooks.next_due:
+            now = time.monotonic()
+            times += [next_due(now) for next_due in self.hooks.next_due]
+        return min((t for t in times if t is not None), default=None)
 
     def _free(self, host: str, ready_at: float) -> None:
         """The host (and, per IP, its server) may be contacted again from ``ready_at``."""
@@ -601,8 +453,6 @@ class FocusScheduler:
 
     def _on_request_left(self, request, spider=None):
         meta = request.meta
-        if self.revisits is not None and meta.get(M.REVISIT) is not None:
-            self.revisits.left(canonicalize(page_url(request)))
         host = meta.get(M.HOST)
         if host is None or self.gate.inflight.get(host) is not request:
             return
@@ -621,8 +471,6 @@ class FocusScheduler:
         the item's relevance. A revisit teaches the learner nothing about the link that led there."""
         if request.meta.get(M.REVISIT) is not None:
             return
-        if self.aliases is not None:
-            self._alias_evidence(request, page)
         wasted = page.score is None
         relevant = not wasted and bool(page.relevant if hit is None else hit)
         self.learner.observe(canonicalize(page.final_url or request.url), link_parent(request.meta),

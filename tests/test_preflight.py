@@ -68,3 +68,10 @@ def test_feeds_outside_the_file_system_are_left_to_scrapy(tmp_path):
 def test_recrawl_with_a_shared_frontier():
     (line,) = _errors((preflight.check_redis,), FOCUS_RECRAWL=True, FOCUS_FRONTIER_URL="redis://127.0.0.1:1/0")
     assert "FOCUS_RECRAWL" in line and "FOCUS_FRONTIER_URL" in line
+
+
+def test_a_release_policy_that_cannot_be_loaded():
+    (line,) = _errors((preflight.check_release_policies,), FOCUS_RELEASE_POLICIES={"myproject.nothing.Here": 500})
+    assert line.startswith("FOCUS_RELEASE_POLICIES: cannot load 'myproject.nothing.Here'")
+    assert _errors((preflight.check_release_policies,), FOCUS_RELEASE_POLICIES={
+        "focuscrawl.scheduling.policies.Patience": None}) == []

@@ -35,7 +35,7 @@ def load(policy: Patience, cost: float, busy: float, requests: int = 16) -> None
     busy for the share ``busy`` of the time."""
     for k in range(requests + 1):
         policy.work.seconds = k * cost
-        policy.released(NOW - (requests - k) * cost / busy)
+        policy.released("a.test", None, None, NOW - (requests - k) * cost / busy)
 
 
 def patience(horizon: float = 2.0, margin: float = 0.25, cost: float = 1.0, busy: float = 0.95):

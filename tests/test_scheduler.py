@@ -19,7 +19,8 @@ from focuscrawl.learning.learner import page_reward
 from focuscrawl.meta import link_parent
 from focuscrawl.scheduler import FocusScheduler
 from focuscrawl.scheduling.downloader import DownloaderAdapter
-from focuscrawl.scheduling.policies import HeadCheck
+from focuscrawl.scheduling.aliases import UrlAliases
+from focuscrawl.scheduling.policies import HeadCheck, Patience
 from focuscrawl.scheduling.rescoring import ROBOTS_PRIORITY
 from focuscrawl.urls import canonicalize
 
@@ -97,8 +98,13 @@ def opened(spider=None, **settings):
     return scheduler
 
 
+def policy(scheduler, cls):
+    """The scheduler's release policy of the class ``cls``."""
+    return next(policy for policy in scheduler.policies if isinstance(policy, cls))
+
+
 def head_check(scheduler) -> HeadCheck:
-    return next(policy for policy in scheduler.policies if isinstance(policy, HeadCheck))
+    return policy(scheduler, HeadCheck)
 
 
 def link_requests(spider, count):
@@ -304,10 +310,11 @@ def test_a_duplicate_is_refused_silently_and_another_spelling_or_a_redirect_to_i
 def flat_out(scheduler):
     """The crawler as patience measures it: working flat out (its own work the bottleneck, so a
     wait up to FOCUS_PATIENCE is worth it)."""
-    scheduler.patience.work = lambda: 1e6
+    patience = policy(scheduler, Patience)
+    patience.work = lambda: 1e6
     start = time.monotonic()
-    scheduler.patience.load.released(start - 1.0, 0.0)
-    scheduler.patience.load.released(start - 0.5, 0.0)
+    patience.load.released(start - 1.0, 0.0)
+    patience.load.released(start - 0.5, 0.0)
     return scheduler
 
 
@@ -347,10 +354,11 @@ def test_patience_never_holds_while_the_crawler_is_idle():
     """A crawler doing nothing (a real web's delays the bottleneck) sends the worse URL rather
     than wait a second for the better one: the crawl is not idle while work is ready."""
     scheduler = make_scheduler(FOCUS_PATIENCE=2.0, DOWNLOAD_DELAY=1.0)
-    scheduler.patience.work = lambda: 0.03
+    patience = policy(scheduler, Patience)
+    patience.work = lambda: 0.03
     start = time.monotonic()
     for k in range(3):
-        scheduler.patience.load.released(start - 3.0 + k, 0.01 * k)
+        patience.load.released(start - 3.0 + k, 0.01 * k)
     spider = scheduler.spider
     for host, priority, name in [("a.test", 5.0, "best"), ("a.test", 4.0, "next"), ("b.test", 1.0, "poor")]:
         url = f"http://{host}/{name}"
@@ -668,9 +676,9 @@ def test_a_queued_url_is_respelled_by_a_rule_learned_later_and_survives_being_he
                           ("http://b.test/best", 5.0), ("http://b.test/next", 4.0)]:
         scheduler.frontier.push(url.split("/")[2], Entry(priority, url, Request(url, callback=spider.parse)))
     for n in range(2):
-        scheduler.aliases.redirected(f"http://a.test/d{n}", f"http://a.test/d{n}/")
-        scheduler.aliases.fetched(f"http://a.test/x{n}/", f"digest{n}")
-        scheduler.aliases.fetched(f"http://a.test/x{n}/index.html", f"digest{n}")
+        policy(scheduler, UrlAliases).aliases.redirected(f"http://a.test/d{n}", f"http://a.test/d{n}/")
+        policy(scheduler, UrlAliases).aliases.fetched(f"http://a.test/x{n}/", f"digest{n}")
+        policy(scheduler, UrlAliases).aliases.fetched(f"http://a.test/x{n}/index.html", f"digest{n}")
     best = scheduler.next_request()
     assert best.url == "http://b.test/best"
     assert scheduler.next_request() is None  # a.test's URL held for b.test's next
@@ -703,7 +711,7 @@ def test_a_head_check_that_finds_a_document_lets_its_get_through():
 
 def test_the_per_page_bounds_come_from_the_settings():
     scheduler = make_scheduler(FOCUS_LEARNER_NODES=50, FOCUS_URL_ALIASES_PAGES=40)
-    assert (scheduler.learner.max_nodes, scheduler.aliases.max_pages) == (50, 40)
+    assert (scheduler.learner.max_nodes, policy(scheduler, UrlAliases).aliases.max_pages) == (50, 40)
     for i in range(120):
         scheduler.learner.observe(f"http://h0.test/p{i}.html", "http://h0.test/", None, 0.1, False)
     assert len(scheduler.learner.nodes) <= 50 and "http://h0.test/p119.html" in scheduler.learner.nodes

@@ -7,6 +7,8 @@
   runs on the reactor's thread, for every queued URL), the seen set, the learner, the host gate's
   state, and the requests in flight, which go first in line on resume.
 - URLs pruned from a full frontier are spilled to disk and loaded back when it runs low.
+- The stateful parts it is given (``Stateful``: a release policy's learned URL aliases, revisit
+  plan, hosts that need a browser) are kept in the snapshot, each under its name.
 
 Restoring reads the snapshot, then replays the journal: URLs done since are dropped, URLs released
 and never finished are fetched first, URLs queued since go through admission again.
@@ -16,12 +18,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from scrapy import Request
 
+from focuscrawl.config import ConfigError
 from focuscrawl.frontier import Entry, Frontier, read_stored, record_priority
 from focuscrawl.frontier.admission import Admission
 from focuscrawl.jobdir import JobDir, JobDirError, read_jobdir
@@ -37,11 +40,25 @@ from focuscrawl.urls import canonicalize, host_key
 logger = logging.getLogger(__name__)
 
 FIRST = float("inf")  # the priority of a request in flight at a kill: first in line on resume
+#: the snapshot's own keys, which no stateful part's name may take
+SNAPSHOT_KEYS = frozenset({"entries", "packed", "seen", "learner", "released", "timing", "host_admitted", "robots",
+                           "strategy"})
+
+
+@runtime_checkable
+class Stateful(Protocol):
+    """A part whose state a JOBDIR snapshot keeps: ``state()`` is pickled under ``name`` and given
+    back to ``restore`` on resume."""
+
+    name: str
+
+    def state(self) -> object: ...
+    def restore(self, state: object) -> None: ...
 
 
 class Persistence:
     def __init__(self, jobdir: str, serializer: RequestSerializer, frontier: Frontier, admission: Admission,
-                 gate: HostGate, stats, checkpoint_seconds: float, aliases=None, revisits=None):
+                 gate: HostGate, stats, checkpoint_seconds: float, parts: Iterable[Stateful] = ()):
         self.jobdir = jobdir
         self.job = JobDir(jobdir)
         self.serializer = serializer
@@ -50,13 +67,19 @@ class Persistence:
         self.gate = gate
         self.stats = stats
         self.checkpoint_seconds = checkpoint_seconds
-        self.aliases = aliases  # the hosts' learned URL aliases (HostAliases), kept with the snapshot
-        self.render_hosts = None  # which hosts need a browser (RenderHosts; set by the scheduler when it renders)
-        self.revisits = revisits  # a continuous crawl's revisit plan (FOCUS_RECRAWL), kept with the snapshot
+        self.parts: list[Stateful] = []
+        self.keep(parts)
         # canonical URL -> request released whose item has not been through the pipelines yet
         self.unfinished: dict[str, Request] = {}
         self.restoring = False
         self._last_checkpoint = time.monotonic()
+
+    def keep(self, parts: Iterable[Stateful]) -> None:
+        """Keep these parts' state with the snapshot too; raises ConfigError for a name taken."""
+        for part in parts:
+            if part.name in SNAPSHOT_KEYS or any(part.name == kept.name for kept in self.parts):
+                raise ConfigError(f"{type(part).__name__}: its name in the JOBDIR snapshot is taken: {part.name!r}")
+            self.parts.append(part)
 
     # --- the journal ------------------------------------------------------------------------------
     def enqueued(self, request: Request) -> None:
@@ -124,9 +147,7 @@ class Persistence:
             "released": released, "timing": gate["timing"], "host_admitted": self.admission.host_admitted,
             "robots": gate["robots"],
             "strategy": strategy if getattr(strategy, "name", "learned") != "learned" else None,
-            "aliases": self.aliases,
-            "revisits": self.revisits,
-            "render_hosts": self.render_hosts,
+            **{part.name: part.state() for part in self.parts},
         })
         self.stats.inc_value("focus/checkpoints")
 
@@ -168,12 +189,9 @@ class Persistence:
                 use_strategy(state["strategy"])
             released = state["released"]
             self.admission.host_admitted = state["host_admitted"]
-            if self.aliases is not None and state.get("aliases") is not None:
-                self.aliases.adopt(state["aliases"])
-            if self.revisits is not None and state.get("revisits") is not None:
-                self.revisits.adopt(state["revisits"])
-            if self.render_hosts is not None and state.get("render_hosts") is not None:
-                self.render_hosts.adopt(state["render_hosts"])
+            for part in self.parts:
+                if state.get(part.name) is not None:
+                    part.restore(state[part.name])
             for host in self.gate.restore(state["timing"], state["robots"], time.monotonic()):
                 apply_robots(host)
             rows = list(state["entries"])  # every row, in a snapshot of format 1

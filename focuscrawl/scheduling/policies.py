@@ -1,6 +1,6 @@
-"""Release policies: small pieces the scheduler asks, in turn, about a request the frontier and
-the host gate let go. Each returns the request to send (the same one, or another in its place),
-or None to hold it back (it goes back to the frontier).
+"""Two release policies (``focuscrawl.scheduling.release``): each is asked about a request the
+frontier and the host gate let go, and answers the request to send (the same one, or another in
+its place), or None to hold it back (it goes back to the frontier).
 
 - ``Patience``: a request is a cost, and so is time. When a clearly better URL waits at a host
   that will be free before a request sent now would be through the crawler, wait for it rather
@@ -13,24 +13,22 @@ or None to hold it back (it goes back to the frontier).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from functools import partial
 from urllib.parse import urlsplit
 
 from scrapy import Request
+from scrapy.exceptions import NotConfigured
 
 from focuscrawl import meta as M
 from focuscrawl.frontier import Entry, Frontier
 from focuscrawl.parsing.documents import DOCUMENT_TYPES
 from focuscrawl.politeness.gate import HostGate
 from focuscrawl.scheduling.load import CrawlerLoad, runnable_time
+from focuscrawl.scheduling.release import Scheduling, refuse
 from focuscrawl.urls import canonicalize, extension
 
 #: extensions that name a page: no HEAD check needed before fetching
 PAGE_EXTENSIONS = frozenset({"html", "htm", "shtml", "xhtml", "php", "asp", "aspx", "jsp", "cfm", "cgi", "pl"})
-
-
-class ReleasePolicy(Protocol):
-    def review(self, host: str, entry: Entry, request: Request, now: float) -> Request | None: ...
 
 
 class Patience:
@@ -73,8 +71,22 @@ class Patience:
         self.load = load if load is not None else CrawlerLoad()
         self.work = work  # the crawler's seconds of work so far
 
-    def released(self, now: float) -> None:
-        """A request went out (the scheduler tells): the load's measure moves on (only a wait
+    @classmethod
+    def from_crawler(cls, crawler, scheduler: Scheduling) -> Patience:
+        config = scheduler.config
+        if config.patience <= 0:
+            raise NotConfigured
+        # a shared crawl's worker also works while it waits for Redis (its reactor does nothing else meanwhile)
+        work = runnable_time
+        if config.frontier_url:
+            from focuscrawl.distributed.connection import reactor_wait
+
+            work = lambda: runnable_time() + reactor_wait()  # noqa: E731
+        return cls(scheduler.frontier, scheduler.gate, config.patience, config.patience_margin, work=work,
+                   priced=config.patience_priced)
+
+    def released(self, host: str, request: Request, entry: Entry | None, now: float) -> None:
+        """A request went out (robots.txt fetches too): the load's measure moves on (only a wait
         priced by time reads it)."""
         if self.priced:
             self.load.released(now, self.work())
@@ -105,6 +117,12 @@ class HeadCheck:
         self.refuse = refuse
         self.dropped = dropped
         self.documents = documents  # PDF and office documents are read too (FOCUS_DOCUMENTS)
+
+    @classmethod
+    def from_crawler(cls, crawler, scheduler: Scheduling) -> HeadCheck:
+        if not scheduler.config.head_check:
+            raise NotConfigured
+        return cls(crawler.stats, partial(refuse, crawler), scheduler.forget, documents=scheduler.config.documents)
 
     def review(self, host: str, entry: Entry, request: Request, now: float) -> Request | None:
         meta = request.meta

@@ -5,17 +5,27 @@ connection per host); here, last of the release policies, it is made a render wh
 asked for one (its plain HTML was a shell), when ``FOCUS_RENDER=always``, or when its host has
 shown it needs rendering (``RenderHosts``). Robots.txt requests, sitemaps, feeds, HEAD checks and
 documents are never rendered.
+
+What each host has shown (``RenderHosts``: the spider's ``render_judged`` reports) is its state,
+kept with a JOBDIR snapshot. A render a downloader middleware turned into its call of the render
+service (scrapy-splash's, to ``SPLASH_URL``) comes back to the scheduler: it continues the visit of
+its host, and is sent next.
 """
 
 from __future__ import annotations
 
 from scrapy import Request
+from scrapy.exceptions import NotConfigured
 
 from focuscrawl import meta as M
+from focuscrawl import signals as focus_signals
+from focuscrawl.config import ConfigError
 from focuscrawl.frontier import Entry
 from focuscrawl.politeness.gate import HostGate
+from focuscrawl.rendering.availability import RenderingError, effective_mode
 from focuscrawl.rendering.decide import RenderHosts
 from focuscrawl.rendering.requests import RenderMeta, is_render
+from focuscrawl.scheduling.release import Scheduling
 from focuscrawl.urls import extension
 
 #: what a browser would only download, not render
@@ -23,12 +33,42 @@ NOT_RENDERED_EXTENSIONS = frozenset({"pdf", "doc", "docx", "odt", "rtf", "xml", 
 
 
 class RenderRouting:
+    name = "render_hosts"  # its state in a JOBDIR snapshot
+
     def __init__(self, mode: str, hosts: RenderHosts, render_meta: RenderMeta, gate: HostGate, stats):
         self.mode = mode
         self.hosts = hosts
         self.render_meta = render_meta
         self.gate = gate
         self.stats = stats
+
+    @classmethod
+    def from_crawler(cls, crawler, scheduler: Scheduling) -> RenderRouting:
+        """Off when no page is rendered (FOCUS_RENDER=never, or ``auto`` without a backend); a
+        configuration that cannot render as asked is a ConfigError."""
+        try:
+            mode = effective_mode(scheduler.config, crawler.settings)
+        except RenderingError as exc:
+            raise ConfigError(str(exc)) from None
+        if mode == "never":
+            raise NotConfigured
+        routing = cls(mode, RenderHosts(), RenderMeta(scheduler.config), scheduler.gate, crawler.stats)
+        crawler.signals.connect(routing.render_judged, signal=focus_signals.render_judged)
+        return routing
+
+    def render_judged(self, request, host, shell=None, plain=None, rendered=None, spider=None) -> None:
+        if plain is not None and rendered is not None:
+            if self.hosts.rendered(host, *plain, *rendered):
+                self.stats.inc_value("focus/render/gained")
+        elif shell is not None:
+            self.hosts.plain_page(host, shell)
+        self.stats.set_value("focus/render/hosts_marked", self.hosts.stats()["hosts_marked"])
+
+    def state(self) -> RenderHosts:
+        return self.hosts
+
+    def restore(self, state: RenderHosts) -> None:
+        self.hosts.adopt(state)
 
     def review(self, host: str, entry: Entry, request: Request, now: float) -> Request | None:
         meta = request.meta
@@ -52,6 +92,27 @@ class RenderRouting:
         if rules is None or not self.gate.obey_robots:
             return None
         return RobotsCheck(rules, self.gate.agent)
+
+
+class RenderContinuation:
+    """scrapy-splash makes a released render its call of SPLASH_URL (a downloader middleware returns
+    a new request, which comes back to the scheduler): the same visit of the host, which holds the
+    host until it ends, sent next. On whatever FOCUS_RENDER says: a project may send its own
+    renders through scrapy-splash."""
+
+    def __init__(self, gate: HostGate):
+        self.gate = gate
+
+    @classmethod
+    def from_crawler(cls, crawler, scheduler: Scheduling) -> RenderContinuation:
+        return cls(scheduler.gate)
+
+    def continues(self, request: Request) -> bool:
+        host = request.meta.get(M.HOST)
+        if not request.meta.get("_splash_processed") or host is None or host not in self.gate.inflight:
+            return False
+        self.gate.inflight[host] = request
+        return True
 
 
 class RobotsCheck:
