@@ -29,17 +29,16 @@ import gc
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
 from scrapy.exceptions import CloseSpider, NotConfigured
+from scrapy.utils.misc import build_from_crawler
 
 from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import ConfigError, FocusConfig
-from focuscrawl.extras import MissingExtra
-from focuscrawl.distributed.connection import RedisUnavailable, reactor_wait
-from focuscrawl.frontier import Entry, Frontier
+from focuscrawl.backends import BackendUnavailable, CrawlBackend, backend_class
+from focuscrawl.frontier import Entry
 from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
 from focuscrawl.freshness import RevisitPlan
 from focuscrawl.frontier.aliases import HostAliases
@@ -52,10 +51,7 @@ from focuscrawl.politeness.gate import HostGate, PerIpLimit
 from focuscrawl.rendering.availability import RenderingError, effective_mode
 from focuscrawl.rendering.decide import RenderHosts
 from focuscrawl.rendering.requests import RenderMeta, page_url
-from focuscrawl.request_codec import RequestCodec
 from focuscrawl.scheduling.downloader import DownloaderAdapter
-from focuscrawl.scheduling.load import runnable_time
-from focuscrawl.scheduling.persistence import Persistence
 from focuscrawl.scheduling.policies import HeadCheck, Patience, ReleasePolicy
 from focuscrawl.scheduling.rendering import RenderRouting
 from focuscrawl.scheduling.requests import RequestSerializer
@@ -64,15 +60,8 @@ from focuscrawl.scheduling.revisits import Revisits
 from focuscrawl.scheduling.robots import RobotsFetcher
 from focuscrawl.urls import canonicalize, host_key
 
-if TYPE_CHECKING:
-    from focuscrawl.distributed.crawl import SharedCrawl
-
 logger = logging.getLogger(__name__)
 
-#: Queued URLs from which the frontier deflates its cold runs: below it they stay raw (~650 B a
-#: packed URL instead of ~220 B, 32 MB at most), which spares background re-scoring the inflating
-#: and deflating of every run it rewrites (about a sixth of its cost on a WebKB crawl)
-FRONTIER_DEFLATE_FROM = 50_000
 #: what a released request's meta gained on its way (the scheduler's and Scrapy's own): dropped when
 #: the request is made again in another spelling
 _RELEASE_META = frozenset({M.ALIAS_OF, M.HOST, M.PRIORITY, M.EXPLAIN, M.GOT_RESPONSE, M.STATUS, "download_slot",
@@ -91,23 +80,21 @@ def _respelled(request: Request, url: str) -> Request:
 
 
 class FocusScheduler:
-    def __init__(self, crawler, config: FocusConfig, *, frontier: Frontier, admission: Admission, gate: HostGate,
+    def __init__(self, crawler, config: FocusConfig, *, backend: CrawlBackend, admission: Admission, gate: HostGate,
                  learner: LinkRewardLearner, serializer: RequestSerializer, downloader: DownloaderAdapter,
-                 persistence: Persistence | None = None, strategy=None, aliases: HostAliases | None = None,
-                 shared: SharedCrawl | None = None, revisits: Revisits | None = None,
+                 strategy=None, aliases: HostAliases | None = None, revisits: Revisits | None = None,
                  render_mode: str = "never"):
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
-        self.frontier = frontier
+        # where the crawl's state lives (FOCUS_BACKEND): this process, or Redis shared by several
+        self.backend = backend
+        self.frontier = frontier = backend.frontier
         self.admission = admission
         self.gate = gate
         self.learner = learner
         self.serializer = serializer
         self.downloader = downloader
-        self.persistence = persistence
-        # this process's part in a crawl shared on Redis (FOCUS_FRONTIER_URL); None: a crawl of its own
-        self.shared = shared
         # the spellings each host serves one page at, learned from redirects and content hashes
         self.aliases = aliases
         # a continuous crawl's revisits of what it found (FOCUS_RECRAWL); None: each page fetched once
@@ -119,10 +106,9 @@ class FocusScheduler:
         self.robots = RobotsFetcher(crawler, gate, frontier, self._free, over_cap=config.crawl_delay_over_cap,
                                     follow_sitemaps=config.follow_sitemaps)
         self.policies: list[ReleasePolicy] = []
-        # patience prices a wait by the crawler's load: it hears of every request released. A shared
-        # crawl's worker also works while it waits for Redis (its reactor does nothing else meanwhile)
-        work = runnable_time if shared is None else (lambda: runnable_time() + reactor_wait())
-        self.patience = (Patience(frontier, gate, config.patience, config.patience_margin, work=work,
+        # patience prices a wait by the crawler's load (the backend's work time): it hears of every
+        # request released
+        self.patience = (Patience(frontier, gate, config.patience, config.patience_margin, work=backend.work_time,
                                   priced=config.patience_priced) if config.patience > 0 else None)
         if self.patience is not None:
             self.policies.append(self.patience)
@@ -132,9 +118,9 @@ class FocusScheduler:
         self.render_hosts = RenderHosts() if render_mode != "never" else None
         if self.render_hosts is not None:  # last: a request held back by another policy is not made a render
             self.policies.append(RenderRouting(render_mode, self.render_hosts, RenderMeta(config), gate, self.stats))
-            if persistence is not None:
-                persistence.render_hosts = self.render_hosts
-        self.released = 0  # requests released, robots.txt fetches not counted (FOCUS_BUDGET)
+        # what a restarted crawl takes up besides the frontier, seen set and learner
+        kept = {"aliases": aliases, "revisits": revisits, "render_hosts": self.render_hosts}
+        backend.bind(gate, admission, {name: part for name, part in kept.items() if part is not None})
         # requests a downloader middleware made of one released (a render sent to SPLASH_URL): sent
         # next, past the frontier and the gate, whose host they already hold
         self._continuations: deque[Request] = deque()
@@ -145,29 +131,11 @@ class FocusScheduler:
     def from_crawler(cls, crawler):
         try:
             config = FocusConfig.from_settings(crawler.settings)
-        except ConfigError as exc:
+            backend_cls = backend_class(config)
+            serializer = RequestSerializer()
+            backend = build_from_crawler(backend_cls, crawler, config=config, serializer=serializer)
+        except (ConfigError, BackendUnavailable) as exc:
             raise NotConfigured(f"focuscrawl scheduler: {exc}") from exc
-        serializer = RequestSerializer()
-        # packed entries: a few hundred bytes a queued URL instead of a live Request and vector
-        codec = (RequestCodec(serializer.to_dict, serializer.from_dict, lambda r: link_parent(r.meta))
-                 if config.frontier_pack else None)
-        shared = None
-        if config.frontier_url and config.recrawl:
-            raise NotConfigured("focuscrawl scheduler: FOCUS_RECRAWL does not work with a shared frontier "
-                                "(FOCUS_FRONTIER_URL) yet: the revisit plan lives in one process")
-        if config.frontier_url:
-            # a record in Redis must hold its request: entries are always packed
-            codec = codec or RequestCodec(serializer.to_dict, serializer.from_dict, lambda r: link_parent(r.meta))
-            try:
-                # imported here: redis-py is the redis extra's, and only a shared crawl needs it
-                from focuscrawl.distributed.crawl import SharedCrawl
-
-                shared = SharedCrawl.from_config(config, codec=codec, serializer=serializer)
-            except (RedisUnavailable, MissingExtra) as exc:
-                raise NotConfigured(f"focuscrawl scheduler: {exc}") from exc
-            frontier = shared.frontier
-        else:
-            frontier = Frontier(capacity=config.frontier_capacity, codec=codec, deflate_from=FRONTIER_DEFLATE_FROM)
         delays = DelayPolicy(
             minimum=config.download_delay, adaptive_factor=config.adaptive_delay_factor,
             backoff_base=config.backoff_base, backoff_max=config.backoff_max,
@@ -175,36 +143,25 @@ class FocusScheduler:
         gate = HostGate(delays, agent=config.robots_agent, obey_robots=config.obey_robots,
                         robots_cache=config.robots_cache_seconds, robots_retry=config.robots_error_retry_seconds,
                         per_ip=PerIpLimit() if config.politeness_per_ip else None)
-        admission = Admission.from_config(config, gate.robots)
-        if shared is not None:
-            from focuscrawl.distributed.exclusion import SharedExclusionList
-
-            admission.seen = shared.seen
-            admission.exclusion = SharedExclusionList(shared.client, shared.keys, config.exclude_file,
-                                                      config.exclude_check_seconds)
+        admission = Admission(config, gate.robots, backend.exclusion)
+        admission.seen = backend.seen
         learner = LinkRewardLearner(credit_decay=config.credit_decay, exploration=config.exploration,
                                     hub_cap=config.hub_cap, learning_rate=config.learning_rate,
                                     max_nodes=config.learner_nodes)
         aliases = HostAliases(max_pages=config.url_aliases_pages) if config.url_aliases else None
-        if config.jobdir and shared is not None:
-            logger.warning("JOBDIR keeps the spider's state only: the shared frontier lives in Redis (%s)",
-                           config.frontier_url)
         revisits = (Revisits(RevisitPlan(min_interval=config.recrawl_min_interval,
                                          # the baselines know nothing of relevance: they keep every page
                                          **({} if config.recrawl_policy == "optimal" else {"fade_below": 0.0})),
                              config.recrawl_share, config.recrawl_policy, config.recrawl_reallocate_seconds,
                              crawler.stats)
                     if config.recrawl else None)
-        persistence = (Persistence(config.jobdir, serializer, frontier, admission, gate, crawler.stats,
-                                   config.checkpoint_seconds, aliases=aliases, revisits=revisits)
-                       if config.jobdir and shared is None else None)
         try:
             rendering = effective_mode(config, crawler.settings)
         except RenderingError as exc:
             raise NotConfigured(f"focuscrawl scheduler: {exc}") from exc
-        return cls(crawler, config, frontier=frontier, admission=admission, gate=gate, learner=learner,
-                   serializer=serializer, downloader=DownloaderAdapter(crawler), persistence=persistence,
-                   strategy=make_strategy(config.strategy, learner, config), aliases=aliases, shared=shared,
+        return cls(crawler, config, backend=backend, admission=admission, gate=gate, learner=learner,
+                   serializer=serializer, downloader=DownloaderAdapter(crawler),
+                   strategy=make_strategy(config.strategy, learner, config), aliases=aliases,
                    revisits=revisits, render_mode=rendering)
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -224,17 +181,14 @@ class FocusScheduler:
             sig.connect(self._on_page_visited, signal=focus_signals.page_visited)
             sig.connect(self._on_change_hinted, signal=focus_signals.change_hinted)
         self.downloader.take_over_delays()
-        if self.shared is not None:
-            self.shared.attach(self.gate, self.robots.apply)
         # the topic model that scores the links' words: the focused spider's; a project's own
         # spider's comes with the signal topic_model (the add-on's FocusPages)
         self._use_topic_model(getattr(spider, "model", None))
         sig.connect(self._use_topic_model, signal=focus_signals.topic_model)
-        if self.persistence is not None:
-            # the snapshot's learner is taken on before the journal's URLs are enqueued (and scored)
-            _, self.released = self.persistence.restore(
-                self.learner, self.released, self.enqueue_request,
-                lambda host: self.robots.apply(host, self.gate.robots[host]), self._use_learner, self._use_strategy)
+        self.backend.open(learner=self.learner, enqueue=self.enqueue_request,
+                          apply_robots=lambda host: self.robots.apply(host, self.gate.robots[host]),
+                          use_learner=self._use_learner, use_strategy=self._use_strategy)
+        self.admission.seen = self.backend.seen  # a resumed crawl's
         # What exists now (Scrapy, Twisted, the models: ~170,000 objects) lives as long as the
         # crawl: frozen, it is left out of the garbage collector's full passes, which otherwise
         # stall the reactor ~100 ms each (every host's next request late by as much).
@@ -270,10 +224,7 @@ class FocusScheduler:
             gc.unfreeze()
         self.downloader.close()
         self.rescorer.cancel()
-        if self.persistence is not None:
-            self.persistence.close(self.learner, self.released, self.strategy)
-        if self.shared is not None:
-            self.shared.close(self.learner)
+        self.backend.close(self.learner, self.strategy)
         self.stats.set_value("focus/frontier/left", len(self.frontier))
         self.stats.set_value("focus/frontier/rescored", self.frontier.rescored)
         self.stats.set_value("focus/frontier/pruned", self.frontier.pruned)
@@ -293,9 +244,7 @@ class FocusScheduler:
         if self.revisits is not None and len(self.revisits):
             return True  # a continuous crawl: pages to keep fresh (the budget or a stop ends it)
         if not len(self.frontier):
-            if self.shared is not None:  # other workers' pages may still bring links
-                return self.gate.busy() or self.shared.pending()
-            return self.persistence is not None and self.persistence.has_spill()
+            return self.backend.more_work()
         if self.gate.busy():
             return True
         ready_at = self.frontier.next_ready_time()
@@ -310,6 +259,11 @@ class FocusScheduler:
             return False
         return True
 
+    @property
+    def released(self) -> int:
+        """Requests this process released, robots.txt fetches not counted (FOCUS_BUDGET counts the crawl's)."""
+        return self.backend.released_here
+
     def __len__(self) -> int:
         return len(self.frontier)
 
@@ -322,8 +276,7 @@ class FocusScheduler:
     def _budget_spent(self) -> bool:
         if not self.config.budget:
             return False
-        released = self.shared.released() if self.shared is not None else self.released
-        return released >= self.config.budget
+        return self.backend.crawl_released() >= self.config.budget
 
     # --- enqueue: admit -> score -> push -------------------------------------------------------
     def enqueue_request(self, request: Request) -> bool:
@@ -341,9 +294,8 @@ class FocusScheduler:
             self.frontier.push(host_key(request.url), Entry(ROBOTS_PRIORITY, request.url, request))
             self.stats.inc_value("scheduler/enqueued")
             return True
-        if self.shared is not None and meta.get("redirect_times"):
-            # the page redirected is done: its target is queued now, whichever worker fetches it
-            self.shared.done({canonicalize(u) for u in meta.get("redirect_urls") or ()})
+        if meta.get("redirect_times"):
+            self.backend.redirected({canonicalize(u) for u in meta.get("redirect_urls") or ()})
         canonical = canonicalize(request.url)
         if self.aliases is not None:
             request, canonical = self._alias(request, canonical)
@@ -363,14 +315,11 @@ class FocusScheduler:
         vector = self.learner.vectorise(link_features(link_context(canonical, meta)))
         entry = Entry(self.strategy.score(canonical, meta, vector), canonical, request, vector, self.frontier.version)
         pruned = self.frontier.push(host_key(canonical), entry)
-        if self.persistence is not None:
-            self.persistence.enqueued(request)
+        self.backend.queued(request, pruned)
         self.stats.inc_value("focus/frontier/enqueued")
         self.stats.inc_value("scheduler/enqueued")  # Scrapy's name, for tools that read it
         if pruned:
             self.stats.inc_value("focus/frontier/pruned", len(pruned))
-            if self.persistence is not None:
-                self.persistence.spill(pruned)
         return True
 
     def _alias(self, request: Request, canonical: str) -> tuple[Request, str]:
@@ -412,8 +361,7 @@ class FocusScheduler:
         return False
 
     def _forget(self, url: str) -> None:
-        if self.persistence is not None:
-            self.persistence.forget(url)
+        self.backend.forget(url)
 
     # --- dequeue: pop -> gate -> policies -> release --------------------------------------------
     def next_request(self) -> Request | None:
@@ -426,13 +374,11 @@ class FocusScheduler:
                 logger.info("request budget of %d reached; finishing the requests in flight", self.config.budget)
             return None
         now = time.monotonic()
-        if self.shared is not None and self.shared.tick(now, self.learner):
-            self.rescorer.learner_updated()  # other workers' learning taken up: queued entries are stale
+        if self.backend.tick(now, self.learner, self.strategy):
+            self.rescorer.learner_updated()  # learning taken up from elsewhere: queued entries are stale
         for host in self.gate.overdue_robots(now):  # the callback never came: do not stall the host
             logger.warning("robots.txt of %s was fetched but never applied; releasing the host", host)
             self._free(host, now)
-        if self.persistence is not None and self.persistence.checkpoint_due(now):
-            self.persistence.checkpoint(self.learner, self.released, self.strategy)
         if self.strategy.settle():  # queued URLs found on better pages since: re-score them
             self.rescorer.learner_updated()
         if self.revisits is not None:
@@ -441,8 +387,7 @@ class FocusScheduler:
         for _ in range(10_000):
             popped = frontier.pop(now, rescore=self.rescorer.rescore)
             if popped is None:
-                if not len(frontier) and self.persistence is not None and self.persistence.has_spill():
-                    self.persistence.unspill(self.learner)
+                if not len(frontier) and self.backend.refill(self.learner):
                     continue
                 self.downloader.wake_at(self._next_wake(), time.monotonic())
                 return None
@@ -523,11 +468,9 @@ class FocusScheduler:
         if entry is not None and not meta.get(M.ROBOTS_FOR):
             if meta.get(M.ALIAS_OF) and self.aliases is not None:
                 self.admission.seen.add(entry.url)  # re-spelled in the queue (see _respell_queued)
-            self.released += 1
-            if self.shared is not None:
-                self.shared.count_release()
-                self.frontier.fetching(host, entry.url)
-                self.shared.expect_free(host)
+            # a revisit lost to a kill is due again by the plan kept; a page sent a HEAD first is its GET
+            self.backend.released(host, entry.url,
+                                  None if meta.get(M.REVISIT) is not None else meta.get(M.HEAD_FOR) or request)
             meta[M.PRIORITY] = round(entry.priority, 4)
             if entry.features is not None:
                 meta[M.FEATURES] = entry.features
@@ -535,9 +478,6 @@ class FocusScheduler:
             meta[M.EXPLAIN] = self.strategy.explain(entry.url, meta) if meta.get(M.REVISIT) is None else []
             self.strategy.released(entry.url)
             self.stats.inc_value("focus/requests_released")
-            if self.persistence is not None and meta.get(M.REVISIT) is None:
-                # a revisit lost to a kill is due again by the plan the snapshot holds
-                self.persistence.released(entry.url, meta.get(M.HEAD_FOR) or request)
         else:
             self.stats.inc_value("focus/robots/requests")
         return request
@@ -644,11 +584,6 @@ class FocusScheduler:
         self._done(item)
 
     def _done(self, item) -> None:
-        if self.persistence is None and self.shared is None:
-            return
-        urls = {canonicalize(u) for u in (getattr(item, "url", None), getattr(item, "final_url", None)) if u}
-        if self.persistence is not None:
-            self.persistence.done(urls)
-        if self.shared is not None:
-            self.shared.done(urls)
+        self.backend.done({canonicalize(u) for u in (getattr(item, "url", None), getattr(item, "final_url", None))
+                           if u})
 

@@ -66,5 +66,5 @@ def test_feeds_outside_the_file_system_are_left_to_scrapy(tmp_path):
 
 
 def test_recrawl_with_a_shared_frontier():
-    (line,) = _errors((preflight.check_redis,), FOCUS_RECRAWL=True, FOCUS_FRONTIER_URL="redis://127.0.0.1:1/0")
+    (line,) = _errors((preflight.check_backend,), FOCUS_RECRAWL=True, FOCUS_FRONTIER_URL="redis://127.0.0.1:1/0")
     assert "FOCUS_RECRAWL" in line and "FOCUS_FRONTIER_URL" in line

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +41,7 @@ FIRST = float("inf")  # the priority of a request in flight at a kill: first in 
 
 class Persistence:
     def __init__(self, jobdir: str, serializer: RequestSerializer, frontier: Frontier, admission: Admission,
-                 gate: HostGate, stats, checkpoint_seconds: float, aliases=None, revisits=None):
+                 gate: HostGate, stats, checkpoint_seconds: float, parts: Mapping[str, Any] | None = None):
         self.jobdir = jobdir
         self.job = JobDir(jobdir)
         self.serializer = serializer
@@ -50,9 +50,10 @@ class Persistence:
         self.gate = gate
         self.stats = stats
         self.checkpoint_seconds = checkpoint_seconds
-        self.aliases = aliases  # the hosts' learned URL aliases (HostAliases), kept with the snapshot
-        self.render_hosts = None  # which hosts need a browser (RenderHosts; set by the scheduler when it renders)
-        self.revisits = revisits  # a continuous crawl's revisit plan (FOCUS_RECRAWL), kept with the snapshot
+        # the crawl's other stateful parts, by name (the learned URL aliases, the revisit plan, the
+        # hosts that need a browser...): each kept whole in the snapshot, and given back to its
+        # ``adopt(kept)`` on resume
+        self.parts: dict[str, Any] = dict(parts or {})
         # canonical URL -> request released whose item has not been through the pipelines yet
         self.unfinished: dict[str, Request] = {}
         self.restoring = False
@@ -124,9 +125,7 @@ class Persistence:
             "released": released, "timing": gate["timing"], "host_admitted": self.admission.host_admitted,
             "robots": gate["robots"],
             "strategy": strategy if getattr(strategy, "name", "learned") != "learned" else None,
-            "aliases": self.aliases,
-            "revisits": self.revisits,
-            "render_hosts": self.render_hosts,
+            **self.parts,
         })
         self.stats.inc_value("focus/checkpoints")
 
@@ -168,12 +167,9 @@ class Persistence:
                 use_strategy(state["strategy"])
             released = state["released"]
             self.admission.host_admitted = state["host_admitted"]
-            if self.aliases is not None and state.get("aliases") is not None:
-                self.aliases.adopt(state["aliases"])
-            if self.revisits is not None and state.get("revisits") is not None:
-                self.revisits.adopt(state["revisits"])
-            if self.render_hosts is not None and state.get("render_hosts") is not None:
-                self.render_hosts.adopt(state["render_hosts"])
+            for name, part in self.parts.items():
+                if state.get(name) is not None:
+                    part.adopt(state[name])
             for host in self.gate.restore(state["timing"], state["robots"], time.monotonic()):
                 apply_robots(host)
             rows = list(state["entries"])  # every row, in a snapshot of format 1
