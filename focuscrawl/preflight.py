@@ -113,9 +113,12 @@ def check_backend(pre: Preflight) -> None:
     """The crawl's backend (FOCUS_BACKEND, ``focuscrawl.backends``) loads and accepts the settings
     (a shared frontier cannot keep a continuous crawl's revisit plan, for one)."""
     from focuscrawl.backends import backend_class
+    from focuscrawl.extras import MissingExtra
 
     try:
         backend_class(pre.config).check(pre.config)
+    except MissingExtra:
+        return  # check_extras names the extra to install
     except ConfigError as exc:
         raise PreflightError(str(exc)) from None
 

@@ -38,6 +38,7 @@ from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import ConfigError, FocusConfig
 from focuscrawl.backends import BackendUnavailable, CrawlBackend, backend_class
+from focuscrawl.extras import MissingExtra
 from focuscrawl.frontier import Entry
 from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
 from focuscrawl.freshness import RevisitPlan
@@ -134,7 +135,7 @@ class FocusScheduler:
             backend_cls = backend_class(config)
             serializer = RequestSerializer()
             backend = build_from_crawler(backend_cls, crawler, config=config, serializer=serializer)
-        except (ConfigError, BackendUnavailable) as exc:
+        except (ConfigError, BackendUnavailable, MissingExtra) as exc:
             raise NotConfigured(f"focuscrawl scheduler: {exc}") from exc
         delays = DelayPolicy(
             minimum=config.download_delay, adaptive_factor=config.adaptive_delay_factor,

@@ -9,6 +9,7 @@ from scrapy import Request
 from scrapy.utils.misc import load_object
 
 from focuscrawl.config import ConfigError, FocusConfig
+from focuscrawl.extras import MissingExtra
 from focuscrawl.frontier import Entry
 from focuscrawl.politeness import ExclusionList
 from focuscrawl.politeness.gate import HostGate
@@ -106,10 +107,13 @@ class CrawlBackend(Protocol):
 
 def backend_class(config: FocusConfig) -> type[CrawlBackend]:
     """The class of the configured backend (FOCUS_BACKEND, or the default for FOCUS_FRONTIER_URL);
-    raises ConfigError when it cannot be loaded."""
+    raises ConfigError when it cannot be loaded, MissingExtra (``focuscrawl.extras``) when it needs
+    an extra that is not installed (the shared backend: redis)."""
     path = config.backend_path
     try:
         return load_object(path)
+    except MissingExtra:
+        raise
     except (ImportError, AttributeError, ValueError, NameError) as exc:
         raise ConfigError(f"FOCUS_BACKEND={path} cannot be loaded ({exc})") from None
 
