@@ -80,7 +80,7 @@ def settings(request, tmp_path) -> dict:
     if request.param == "local":
         return {"FOCUS_BACKEND": LOCAL_BACKEND, "JOBDIR": str(tmp_path / "job")}
     return {"FOCUS_BACKEND": SHARED_BACKEND, "FOCUS_FRONTIER_URL": request.getfixturevalue("redis_url"),
-            "FOCUS_CRAWL_ID": "contract"}
+            "FOCUS_CRAWL_ID": "contract", "JOBDIR": str(tmp_path / "job")}
 
 
 def test_a_backend_is_the_one_its_settings_name(settings):
@@ -162,14 +162,28 @@ def test_a_restarted_crawl_takes_up_the_seen_set_the_queue_and_the_budget(settin
     again.close()
 
 
-def test_what_a_restart_keeps_of_the_processs_own_parts(settings):
-    """A crawl of its own keeps its parts' state with JOBDIR; a shared crawl's worker keeps none
-    (everything the crawl shares is in Redis)."""
-    first = Crawl(settings, kept={"aliases": Part("learned")})
+def test_a_restart_with_jobdir_takes_up_the_processs_own_parts(settings):
+    """The parts the scheduler asks to be kept (URL aliases, the revisit plan, hosts rendered) are
+    given back to their ``adopt`` by a restart with the same JOBDIR, and by none without it."""
+    first = Crawl(settings, kept={"aliases": Part("learned"), "render_hosts": Part("marked")})
     first.close()
+    aliases, render_hosts = Part(), Part()
+    Crawl(settings, kept={"aliases": aliases, "render_hosts": render_hosts}).close()
+    assert (aliases.value, render_hosts.value) == ("learned", "marked")
+    without = {k: v for k, v in settings.items() if k != "JOBDIR"}
+    Crawl(without, kept={"aliases": Part("learned")}).close()
     part = Part()
-    Crawl(settings, kept={"aliases": part}).close()
-    assert part.value == (None if "FOCUS_FRONTIER_URL" in settings else "learned")
+    Crawl(without, kept={"aliases": part}).close()
+    assert part.value is None
+
+
+def test_a_damaged_worker_state_starts_afresh(tmp_path, caplog):
+    from focuscrawl.backends.worker_state import WORKER_STATE, WorkerState
+
+    (tmp_path / WORKER_STATE).write_bytes(b"not a pickle")
+    part = Part()
+    assert WorkerState(str(tmp_path), {"aliases": part}, 60.0).restore() == 0
+    assert part.value is None and "starts afresh" in caplog.text
 
 
 @pytest.mark.parametrize("name", ["LocalBackend", "SharedBackend"])

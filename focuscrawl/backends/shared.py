@@ -3,8 +3,9 @@ and ``FOCUS_CRAWL_ID`` (``focuscrawl.distributed``): the frontier and its host l
 the exclusion list, the crawl's request count, the pages in work (queued again when their worker
 dies) and the learner, synced.
 
-A worker keeps nothing of the crawl's state locally: started again (with or without JOBDIR, which
-then keeps the spider's state and the worker's store), it takes its part up from Redis.
+A worker keeps nothing of the crawl's state locally: started again, it takes its part up from
+Redis. With JOBDIR it keeps there what is its own (``worker_state``: the URL aliases it learned,
+the hosts it renders), besides the spider's state and its store.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from scrapy import Request
 
 from focuscrawl.backends.base import BackendUnavailable
 from focuscrawl.backends.local import packing_codec
+from focuscrawl.backends.worker_state import WorkerState
 from focuscrawl.config import DEFAULTS, ConfigError, FocusConfig
 from focuscrawl.distributed.connection import Keys, RedisUnavailable, connect, reactor_wait
 from focuscrawl.distributed.crawl import SharedCrawl
@@ -42,6 +44,7 @@ class SharedBackend:
         self.exclusion = SharedExclusionList(crawl.client, crawl.keys, config.exclude_file,
                                              config.exclude_check_seconds)
         self.released_here = 0
+        self.worker_state: WorkerState | None = None  # with JOBDIR, once bound
         self._gate: HostGate | None = None
 
     @classmethod
@@ -58,8 +61,8 @@ class SharedBackend:
         except (RedisUnavailable, MissingExtra) as exc:
             raise BackendUnavailable(str(exc)) from exc
         if config.jobdir:
-            logger.info("JOBDIR %s keeps this worker's spider state and store; the crawl's frontier, seen set "
-                        "and budget live in Redis (%s), where a worker started again takes its part up",
+            logger.info("JOBDIR %s keeps this worker's own state (spider, store, learned URL aliases, hosts "
+                        "rendered); the crawl's frontier, seen set, budget and learner live in Redis (%s)",
                         config.jobdir, config.frontier_url)
         return cls(config, crawl)
 
@@ -88,16 +91,24 @@ class SharedBackend:
 
     # --- lifecycle ------------------------------------------------------------------------------
     def bind(self, gate: HostGate, admission, kept: Mapping[str, Any]) -> None:
-        self._gate = gate  # ``kept``: nothing of this worker's own is kept across a restart
+        self._gate = gate
+        if self.config.jobdir:
+            self.worker_state = WorkerState(self.config.jobdir, kept, self.config.checkpoint_seconds)
 
     def open(self, *, learner, enqueue, apply_robots, use_learner, use_strategy) -> None:
         # hosts' timing and robots.txt go with their leases; rules another worker fetched are applied here
         self.crawl.attach(self._gate, lambda host, rules: apply_robots(host))
+        if self.worker_state is not None:
+            self.worker_state.restore()
 
     def tick(self, now: float, learner, strategy) -> bool:
+        if self.worker_state is not None:
+            self.worker_state.save_if_due(now)
         return self.crawl.tick(now, learner)
 
     def close(self, learner, strategy) -> None:
+        if self.worker_state is not None:
+            self.worker_state.save()
         self.crawl.close(learner)
 
     # --- events ---------------------------------------------------------------------------------
