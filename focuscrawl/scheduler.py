@@ -296,7 +296,7 @@ class FocusScheduler:
             self.stats.inc_value("scheduler/enqueued")
             return True
         if meta.get("redirect_times"):
-            self.backend.redirected({canonicalize(u) for u in meta.get("redirect_urls") or ()})
+            self.backend.redirected(meta.get("redirect_urls") or ())
         canonical = canonicalize(request.url)
         if self.aliases is not None:
             request, canonical = self._alias(request, canonical)
@@ -585,6 +585,5 @@ class FocusScheduler:
         self._done(item)
 
     def _done(self, item) -> None:
-        self.backend.done({canonicalize(u) for u in (getattr(item, "url", None), getattr(item, "final_url", None))
-                           if u})
+        self.backend.done([u for u in (getattr(item, "url", None), getattr(item, "final_url", None)) if u])
 

@@ -85,10 +85,12 @@ class CrawlBackend(Protocol):
         """A released page that will not be fetched after all."""
 
     def redirected(self, urls: Iterable[str]) -> None:
-        """Released pages that redirected: their targets are queued as new URLs."""
+        """Released pages that redirected (as fetched: canonicalized where kept): their targets are
+        queued as new URLs."""
 
     def done(self, urls: Iterable[str]) -> None:
-        """Pages done (through the pipelines, or stored): never to be fetched again by a restart."""
+        """Pages done (through the pipelines, or stored; their URLs as fetched: canonicalized where
+        kept): never to be fetched again by a restart."""
 
     # --- questions ------------------------------------------------------------------------------
     def crawl_released(self) -> int:

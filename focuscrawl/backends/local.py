@@ -20,6 +20,7 @@ from focuscrawl.request_codec import RequestCodec
 from focuscrawl.scheduling.load import runnable_time
 from focuscrawl.scheduling.persistence import Persistence
 from focuscrawl.scheduling.requests import RequestSerializer
+from focuscrawl.urls import canonicalize
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +110,7 @@ class LocalBackend:
 
     def done(self, urls: Iterable[str]) -> None:
         if self.persistence is not None:
-            self.persistence.done(set(urls))
+            self.persistence.done({canonicalize(url) for url in urls})
 
     # --- questions ------------------------------------------------------------------------------
     def crawl_released(self) -> int:

@@ -28,6 +28,7 @@ from focuscrawl.frontier import Entry
 from focuscrawl.politeness.gate import HostGate
 from focuscrawl.scheduling.load import runnable_time
 from focuscrawl.scheduling.requests import RequestSerializer
+from focuscrawl.urls import canonicalize
 
 logger = logging.getLogger(__name__)
 
@@ -126,10 +127,10 @@ class SharedBackend:
 
     def redirected(self, urls: Iterable[str]) -> None:
         # the page redirected is done: its target is queued now, whichever worker fetches it
-        self.crawl.done(set(urls))
+        self.crawl.done({canonicalize(url) for url in urls})
 
     def done(self, urls: Iterable[str]) -> None:
-        self.crawl.done(urls)
+        self.crawl.done({canonicalize(url) for url in urls})
 
     # --- questions ------------------------------------------------------------------------------
     def crawl_released(self) -> int:
