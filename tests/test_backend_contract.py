@@ -216,3 +216,15 @@ def test_duplicate_indexes_and_a_crawl_joined_again(settings):
     assert other[0].find_or_add("http://b.test/", "hash") == "http://a.test/"  # every worker sees the same
     assert cls.continues(config, stored)
     assert not cls.continues(config, {**stored, "FOCUS_CRAWL_ID": "another"})
+
+
+def test_a_workers_own_state_round_trips_through_its_jobdir(tmp_path):
+    from focuscrawl.backends.worker_state import WorkerState
+
+    state = WorkerState(str(tmp_path / "job"), {"aliases": Part("learned")}, checkpoint_seconds=3600.0)
+    state.save_if_due(0.0)  # not due yet: nothing written
+    assert WorkerState(str(tmp_path / "job"), {"aliases": Part()}, 3600.0).restore() == 0
+    state.save()
+    part = Part()
+    assert WorkerState(str(tmp_path / "job"), {"aliases": part, "render_hosts": Part()}, 3600.0).restore() == 1
+    assert part.value == "learned"
