@@ -98,6 +98,10 @@ def test_the_default_backend_follows_the_frontier_url():
     assert backend_class(FocusConfig()) is LocalBackend
     with pytest.raises(ConfigError, match="FOCUS_BACKEND=focuscrawl.nothing.Here cannot be loaded"):
         backend_class(FocusConfig(backend="focuscrawl.nothing.Here"))
+    with pytest.raises(ConfigError, match="is not a crawl backend .* it has no from_crawler, check"):
+        backend_class(FocusConfig(backend="focuscrawl.frontier.Entry"))
+    with pytest.raises(ConfigError, match="is not a crawl backend"):
+        backend_class(FocusConfig(backend="focuscrawl.config.LOCAL_BACKEND"))
 
 
 def test_the_frontier_gives_the_best_url_first_and_the_seen_set_remembers(settings):

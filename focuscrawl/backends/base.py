@@ -107,17 +107,27 @@ class CrawlBackend(Protocol):
         """The seconds of work the process has done (the patience policy prices waits by it)."""
 
 
+#: what a backend class must answer (its attributes are set when it is built)
+_INTERFACE = ("from_crawler", "check", "duplicate_indexes", "continues", "bind", "open", "tick", "close", "queued",
+              "released", "forget", "redirected", "done", "crawl_released", "refill", "more_work", "work_time")
+
+
 def backend_class(config: FocusConfig) -> type[CrawlBackend]:
     """The class of the configured backend (FOCUS_BACKEND, or the default for FOCUS_FRONTIER_URL);
     raises ConfigError when it cannot be loaded, MissingExtra (``focuscrawl.extras``) when it needs
     an extra that is not installed (the shared backend: redis)."""
     path = config.backend_path
     try:
-        return load_object(path)
+        cls = load_object(path)
     except MissingExtra:
         raise
     except (ImportError, AttributeError, ValueError, NameError) as exc:
         raise ConfigError(f"FOCUS_BACKEND={path} cannot be loaded ({exc})") from None
+    missing = [name for name in _INTERFACE if not callable(getattr(cls, name, None))]
+    if not isinstance(cls, type) or missing:
+        raise ConfigError(f"FOCUS_BACKEND={path} is not a crawl backend (focuscrawl.backends.CrawlBackend): "
+                          f"it has no {', '.join(missing or ['class'])}")
+    return cls
 
 
 __all__ = ["BackendUnavailable", "CrawlBackend", "backend_class"]
