@@ -83,7 +83,7 @@ def child(args) -> dict:
         if Persistence is None:
             scheduler._checkpoint()
         else:
-            scheduler.persistence.checkpoint(scheduler.learner, scheduler.released)
+            getattr(scheduler, "backend", scheduler).persistence.checkpoint(scheduler.learner, scheduler.released)
 
     checkpoints = []
     owner, name = (FocusScheduler, "_checkpoint") if Persistence is None else (Persistence, "checkpoint")

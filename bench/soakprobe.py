@@ -44,7 +44,7 @@ SCHEDULER_SIZES = {
     "gate_robots_pending": "gate.robots_pending",
     "learner_hosts": "learner.hosts", "learner_prefixes": "learner.prefixes",
     "learner_children": "learner.children", "learner_nodes": "learner.nodes",
-    "strategy_urls": "strategy.urls", "unfinished": "persistence.unfinished",
+    "strategy_urls": "strategy.urls", "unfinished": "backend.persistence.unfinished",
 }
 
 

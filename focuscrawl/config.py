@@ -174,6 +174,11 @@ COMPONENT_SETTINGS = frozenset({"FOCUS_RELEASE_POLICIES_BASE", "FOCUS_RELEASE_PO
 STRATEGIES = ("learned", "bestfirst", "shark", "bfs")
 
 
+#: the crawl's backends (FOCUS_BACKEND's default, by FOCUS_FRONTIER_URL)
+LOCAL_BACKEND = "focuscrawl.backends.local.LocalBackend"
+SHARED_BACKEND = "focuscrawl.backends.shared.SharedBackend"
+
+
 def setting(name: str, default: Any, convert: Callable[[str, Any], Any], doc: str) -> Any:
     """A FocusConfig field read from the setting ``name``."""
     if isinstance(default, list | set | dict):
@@ -247,6 +252,11 @@ class FocusConfig:
         "FOCUS_FRONTIER_URL", None, _optional(_redis_url),
         "redis://HOST:PORT/DB of a frontier shared by several crawler processes (focuscrawl/distributed): "
         "each started with it joins one crawl. None: the frontier lives in this process.")
+    backend: str | None = setting(
+        "FOCUS_BACKEND", None, _optional(_text),
+        "Class path of the crawl's state (frontier, seen set, exclusion list, budget, leases: "
+        "focuscrawl/backends). None: the shared one (focuscrawl.backends.shared.SharedBackend) when "
+        "FOCUS_FRONTIER_URL is set, else the in-process one (focuscrawl.backends.local.LocalBackend).")
     crawl_id: str = setting(
         "FOCUS_CRAWL_ID", "focus", _crawl_id,
         "The shared crawl's name: its Redis keys start with it, so several crawls share one Redis.")
@@ -500,6 +510,13 @@ class FocusConfig:
     obey_robots: bool = _scrapy_defaults["ROBOTSTXT_OBEY"]
     robots_agent: str = BOT_NAME
     jobdir: str | None = None
+
+    @property
+    def backend_path(self) -> str:
+        """The class path of the crawl's backend: FOCUS_BACKEND, or the default for FOCUS_FRONTIER_URL."""
+        if self.backend:
+            return self.backend
+        return SHARED_BACKEND if self.frontier_url else LOCAL_BACKEND
 
     @classmethod
     def from_settings(cls, settings: Any) -> FocusConfig:

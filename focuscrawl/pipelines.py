@@ -28,6 +28,7 @@ from scrapy import signals
 from scrapy.exceptions import DropItem
 
 from focuscrawl import signals as focus_signals
+from focuscrawl.backends import backend_class
 from focuscrawl.config import DEFAULTS, FocusConfig
 from focuscrawl.dedup import ExactDuplicateIndex, NearDuplicateIndex, content_hash
 from focuscrawl.feeds import feeds_durability
@@ -59,18 +60,11 @@ class DuplicatesPipeline:
         self.stats = stats
         self.parameters = {"threshold": config.near_dup_threshold, "num_perm": config.minhash_permutations,
                            "shingle_size": config.shingle_size}
-        self.shared = bool(config.frontier_url)
-        if self.shared:
-            # one crawl over several workers: a page is a duplicate of what any of them kept
-            from focuscrawl.distributed.connection import Keys, connect
-            from focuscrawl.distributed.dedup import RedisExactIndex, RedisNearIndex
-
-            client, keys = connect(config.frontier_url), Keys(config.crawl_id)
-            self.exact = RedisExactIndex(client, keys)
-            self.near = RedisNearIndex(client, keys, **self.parameters)
-        else:
-            self.exact = ExactDuplicateIndex()
-            self.near = NearDuplicateIndex(**self.parameters)
+        # the backend's own indexes (a shared crawl's, which every worker sees), else the store's
+        # once it is opened, in memory until then
+        indexes = backend_class(config).duplicate_indexes(config, **self.parameters)
+        self.in_store = indexes is None
+        self.exact, self.near = indexes or (ExactDuplicateIndex(), NearDuplicateIndex(**self.parameters))
 
     @classmethod
     def from_crawler(cls, crawler):
@@ -83,7 +77,7 @@ class DuplicatesPipeline:
         crawl finds them as its stored pages left them; one whose pages were stored without them
         (an older focuscrawl, other near-duplicate parameters) has them rebuilt from its pages, in
         the order it fetched them, as if it had never stopped."""
-        if self.shared:
+        if not self.in_store:
             return
         self.exact = StoreExactIndex(store.connection, crawl_id)
         self.near = StoreNearIndex(store.connection, crawl_id, **self.parameters)
@@ -206,15 +200,11 @@ class StorePipeline:
     def _shared_crawl_in_store(self) -> int | None:
         """The store's latest crawl when it is this worker's part of the same shared crawl (same
         Redis, same FOCUS_CRAWL_ID): a worker killed and started again takes its part up again."""
-        if not self.config.frontier_url:
-            return None
         latest = self.store.latest_crawl()
         if latest is None:
             return None
-        settings = self.store.crawl(latest)["settings"]
-        same = (settings.get("FOCUS_FRONTIER_URL") == self.config.frontier_url
-                and settings.get("FOCUS_CRAWL_ID", DEFAULTS.crawl_id) == self.config.crawl_id)
-        return latest if same else None
+        return latest if backend_class(self.config).continues(self.config, self.store.crawl(latest)["settings"]) \
+            else None
 
     def _remember(self, record: str) -> None:
         """The crawl id in JOBDIR, written whole (temporary file, then rename)."""

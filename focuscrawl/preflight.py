@@ -119,15 +119,26 @@ def check_release_policies(pre: Preflight) -> None:
         raise PreflightError(str(exc)) from None
 
 
+def check_backend(pre: Preflight) -> None:
+    """The crawl's backend (FOCUS_BACKEND, ``focuscrawl.backends``) loads and accepts the settings
+    (a shared frontier cannot keep a continuous crawl's revisit plan, for one)."""
+    from focuscrawl.backends import backend_class
+    from focuscrawl.extras import MissingExtra
+
+    try:
+        backend_class(pre.config).check(pre.config)
+    except MissingExtra:
+        return  # check_extras names the extra to install
+    except ConfigError as exc:
+        raise PreflightError(str(exc)) from None
+
+
 def check_redis(pre: Preflight) -> None:
     """A shared frontier's Redis answers a PING (the scheduler and the duplicate filter both
     connect to it as the crawl starts)."""
     url = pre.config.frontier_url
     if not url:
         return
-    if pre.config.recrawl:
-        raise PreflightError("FOCUS_RECRAWL does not work with a shared frontier (FOCUS_FRONTIER_URL) yet: the "
-                             "revisit plan lives in one process; drop one of them")
     try:
         import redis
     except ImportError:
@@ -228,8 +239,8 @@ def check_feeds(pre: Preflight) -> None:
 
 #: in the order a user would fix them
 CHECKS: tuple[Check, ...] = (check_model, check_seeds, check_threshold, check_exclusion_list, check_extras,
-                             check_release_policies, check_redis, check_rendering, check_store, check_jobdir,
-                             check_crawl_log, check_feeds)
+                             check_backend, check_release_policies, check_redis, check_rendering, check_store,
+                             check_jobdir, check_crawl_log, check_feeds)
 
 
 def run(spargs: dict, settings, checks: tuple[Check, ...] = CHECKS) -> list[str]:

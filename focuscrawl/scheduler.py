@@ -34,17 +34,17 @@ import gc
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
 from scrapy.exceptions import CloseSpider, NotConfigured
+from scrapy.utils.misc import build_from_crawler
 
 from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
+from focuscrawl.backends import BackendUnavailable, CrawlBackend, backend_class
 from focuscrawl.config import ConfigError, FocusConfig
 from focuscrawl.extras import MissingExtra
-from focuscrawl.distributed.connection import RedisUnavailable
-from focuscrawl.frontier import Entry, Frontier
+from focuscrawl.frontier import Entry
 from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
 from focuscrawl.learning.learner import page_reward
@@ -52,49 +52,38 @@ from focuscrawl.learning.strategies import LearnedStrategy, make_strategy
 from focuscrawl.meta import link_parent
 from focuscrawl.politeness import DelayPolicy
 from focuscrawl.politeness.gate import HostGate, PerIpLimit
-from focuscrawl.request_codec import RequestCodec
 from focuscrawl.scheduling.downloader import DownloaderAdapter
-from focuscrawl.scheduling.persistence import Persistence, Stateful
+from focuscrawl.scheduling.persistence import Stateful
 from focuscrawl.scheduling.release import PolicyHooks, load_policies, refuse
 from focuscrawl.scheduling.requests import RequestSerializer
 from focuscrawl.scheduling.rescoring import ROBOTS_PRIORITY, BackgroundRescorer
 from focuscrawl.scheduling.robots import RobotsFetcher
 from focuscrawl.urls import canonicalize, host_key
 
-if TYPE_CHECKING:
-    from focuscrawl.distributed.crawl import SharedCrawl
-
 logger = logging.getLogger(__name__)
-
-#: Queued URLs from which the frontier deflates its cold runs: below it they stay raw (~650 B a
-#: packed URL instead of ~220 B, 32 MB at most), which spares background re-scoring the inflating
-#: and deflating of every run it rewrites (about a sixth of its cost on a WebKB crawl)
-FRONTIER_DEFLATE_FROM = 50_000
 
 
 class FocusScheduler:
-    def __init__(self, crawler, config: FocusConfig, *, frontier: Frontier, admission: Admission, gate: HostGate,
+    def __init__(self, crawler, config: FocusConfig, *, backend: CrawlBackend, admission: Admission, gate: HostGate,
                  learner: LinkRewardLearner, serializer: RequestSerializer, downloader: DownloaderAdapter,
-                 persistence: Persistence | None = None, strategy=None, shared: SharedCrawl | None = None):
+                 strategy=None):
         self.crawler = crawler
         self.stats = crawler.stats
         self.config = config
-        self.frontier = frontier
+        # where the crawl's state lives (FOCUS_BACKEND): this process, or Redis shared by several
+        self.backend = backend
+        self.frontier = frontier = backend.frontier
         self.admission = admission
         self.gate = gate
         self.learner = learner
         self.serializer = serializer
         self.downloader = downloader
-        self.persistence = persistence
-        # this process's part in a crawl shared on Redis (FOCUS_FRONTIER_URL); None: a crawl of its own
-        self.shared = shared
         # what sets the priorities (FOCUS_STRATEGY): by default the learner
         self.strategy = strategy if strategy is not None else LearnedStrategy(learner)
         # through the attribute, so that a test may stand in for the reactor
         self.rescorer = BackgroundRescorer(frontier, self.strategy, lambda func: self.downloader.call_soon(func))
         self.robots = RobotsFetcher(crawler, gate, frontier, self._free, over_cap=config.crawl_delay_over_cap,
                                     follow_sitemaps=config.follow_sitemaps)
-        self.released = 0  # requests released, robots.txt fetches not counted (FOCUS_BUDGET)
         # requests a downloader middleware made of one released (a render sent to SPLASH_URL): sent
         # next, past the frontier and the gate, whose host they already hold
         self._continuations: deque[Request] = deque()
@@ -103,36 +92,17 @@ class FocusScheduler:
         # FOCUS_RELEASE_POLICIES, in order; each hook's methods (a policy defines those it needs)
         self.policies = load_policies(crawler, self)
         self.hooks = PolicyHooks(self.policies)
-        if persistence is not None:
-            persistence.keep(policy for policy in self.policies if isinstance(policy, Stateful))
+        # what a restarted crawl takes up besides the frontier, seen set and learner
+        backend.bind(gate, admission, [policy for policy in self.policies if isinstance(policy, Stateful)])
 
     @classmethod
     def from_crawler(cls, crawler):
         try:
             config = FocusConfig.from_settings(crawler.settings)
-        except ConfigError as exc:
+            serializer = RequestSerializer()
+            backend = build_from_crawler(backend_class(config), crawler, config=config, serializer=serializer)
+        except (ConfigError, BackendUnavailable, MissingExtra) as exc:
             raise NotConfigured(f"focuscrawl scheduler: {exc}") from exc
-        serializer = RequestSerializer()
-        # packed entries: a few hundred bytes a queued URL instead of a live Request and vector
-        codec = (RequestCodec(serializer.to_dict, serializer.from_dict, lambda r: link_parent(r.meta))
-                 if config.frontier_pack else None)
-        shared = None
-        if config.frontier_url and config.recrawl:
-            raise NotConfigured("focuscrawl scheduler: FOCUS_RECRAWL does not work with a shared frontier "
-                                "(FOCUS_FRONTIER_URL) yet: the revisit plan lives in one process")
-        if config.frontier_url:
-            # a record in Redis must hold its request: entries are always packed
-            codec = codec or RequestCodec(serializer.to_dict, serializer.from_dict, lambda r: link_parent(r.meta))
-            try:
-                # imported here: redis-py is the redis extra's, and only a shared crawl needs it
-                from focuscrawl.distributed.crawl import SharedCrawl
-
-                shared = SharedCrawl.from_config(config, codec=codec, serializer=serializer)
-            except (RedisUnavailable, MissingExtra) as exc:
-                raise NotConfigured(f"focuscrawl scheduler: {exc}") from exc
-            frontier = shared.frontier
-        else:
-            frontier = Frontier(capacity=config.frontier_capacity, codec=codec, deflate_from=FRONTIER_DEFLATE_FROM)
         delays = DelayPolicy(
             minimum=config.download_delay, adaptive_factor=config.adaptive_delay_factor,
             backoff_base=config.backoff_base, backoff_max=config.backoff_max,
@@ -140,26 +110,15 @@ class FocusScheduler:
         gate = HostGate(delays, agent=config.robots_agent, obey_robots=config.obey_robots,
                         robots_cache=config.robots_cache_seconds, robots_retry=config.robots_error_retry_seconds,
                         per_ip=PerIpLimit() if config.politeness_per_ip else None)
-        admission = Admission.from_config(config, gate.robots)
-        if shared is not None:
-            from focuscrawl.distributed.exclusion import SharedExclusionList
-
-            admission.seen = shared.seen
-            admission.exclusion = SharedExclusionList(shared.client, shared.keys, config.exclude_file,
-                                                      config.exclude_check_seconds)
+        admission = Admission(config, gate.robots, backend.exclusion)
+        admission.seen = backend.seen
         learner = LinkRewardLearner(credit_decay=config.credit_decay, exploration=config.exploration,
                                     hub_cap=config.hub_cap, learning_rate=config.learning_rate,
                                     max_nodes=config.learner_nodes)
-        if config.jobdir and shared is not None:
-            logger.warning("JOBDIR keeps the spider's state only: the shared frontier lives in Redis (%s)",
-                           config.frontier_url)
-        persistence = (Persistence(config.jobdir, serializer, frontier, admission, gate, crawler.stats,
-                                   config.checkpoint_seconds)
-                       if config.jobdir and shared is None else None)
         try:  # the release policies are built with the scheduler
-            return cls(crawler, config, frontier=frontier, admission=admission, gate=gate, learner=learner,
-                       serializer=serializer, downloader=DownloaderAdapter(crawler), persistence=persistence,
-                       strategy=make_strategy(config.strategy, learner, config), shared=shared)
+            return cls(crawler, config, backend=backend, admission=admission, gate=gate, learner=learner,
+                       serializer=serializer, downloader=DownloaderAdapter(crawler),
+                       strategy=make_strategy(config.strategy, learner, config))
         except ConfigError as exc:
             raise NotConfigured(f"focuscrawl scheduler: {exc}") from exc
 
@@ -175,17 +134,14 @@ class FocusScheduler:
         sig.connect(self._on_page_stored, signal=focus_signals.page_stored)
         sig.connect(self._on_spider_idle, signal=signals.spider_idle)
         self.downloader.take_over_delays()
-        if self.shared is not None:
-            self.shared.attach(self.gate, self.robots.apply)
         # the topic model that scores the links' words: the focused spider's; a project's own
         # spider's comes with the signal topic_model (the add-on's FocusPages)
         self._use_topic_model(getattr(spider, "model", None))
         sig.connect(self._use_topic_model, signal=focus_signals.topic_model)
-        if self.persistence is not None:
-            # the snapshot's learner is taken on before the journal's URLs are enqueued (and scored)
-            _, self.released = self.persistence.restore(
-                self.learner, self.released, self.enqueue_request,
-                lambda host: self.robots.apply(host, self.gate.robots[host]), self._use_learner, self._use_strategy)
+        self.backend.open(learner=self.learner, enqueue=self.enqueue_request,
+                          apply_robots=lambda host: self.robots.apply(host, self.gate.robots[host]),
+                          use_learner=self._use_learner, use_strategy=self._use_strategy)
+        self.admission.seen = self.backend.seen  # a resumed crawl's
         # What exists now (Scrapy, Twisted, the models: ~170,000 objects) lives as long as the
         # crawl: frozen, it is left out of the garbage collector's full passes, which otherwise
         # stall the reactor ~100 ms each (every host's next request late by as much).
@@ -221,10 +177,7 @@ class FocusScheduler:
             gc.unfreeze()
         self.downloader.close()
         self.rescorer.cancel()
-        if self.persistence is not None:
-            self.persistence.close(self.learner, self.released, self.strategy)
-        if self.shared is not None:
-            self.shared.close(self.learner)
+        self.backend.close(self.learner, self.strategy)
         self.stats.set_value("focus/frontier/left", len(self.frontier))
         self.stats.set_value("focus/frontier/rescored", self.frontier.rescored)
         self.stats.set_value("focus/frontier/pruned", self.frontier.pruned)
@@ -239,9 +192,7 @@ class FocusScheduler:
         if any(pending() for pending in self.hooks.pending):
             return True  # a policy's work (revisits) keeps the crawl open: the budget or a stop ends it
         if not len(self.frontier):
-            if self.shared is not None:  # other workers' pages may still bring links
-                return self.gate.busy() or self.shared.pending()
-            return self.persistence is not None and self.persistence.has_spill()
+            return self.backend.more_work()
         if self.gate.busy():
             return True
         ready_at = self.frontier.next_ready_time()
@@ -256,6 +207,11 @@ class FocusScheduler:
             return False
         return True
 
+    @property
+    def released(self) -> int:
+        """Requests this process released, robots.txt fetches not counted (FOCUS_BUDGET counts the crawl's)."""
+        return self.backend.released_here
+
     def __len__(self) -> int:
         return len(self.frontier)
 
@@ -268,8 +224,7 @@ class FocusScheduler:
     def _budget_spent(self) -> bool:
         if not self.config.budget:
             return False
-        released = self.shared.released() if self.shared is not None else self.released
-        return released >= self.config.budget
+        return self.backend.crawl_released() >= self.config.budget
 
     # --- enqueue: admit -> score -> push -------------------------------------------------------
     def enqueue_request(self, request: Request) -> bool:
@@ -284,9 +239,8 @@ class FocusScheduler:
             self.frontier.push(host_key(request.url), Entry(ROBOTS_PRIORITY, request.url, request))
             self.stats.inc_value("scheduler/enqueued")
             return True
-        if self.shared is not None and meta.get("redirect_times"):
-            # the page redirected is done: its target is queued now, whichever worker fetches it
-            self.shared.done({canonicalize(u) for u in meta.get("redirect_urls") or ()})
+        if meta.get("redirect_times"):
+            self.backend.redirected(meta.get("redirect_urls") or ())
         canonical = canonicalize(request.url)
         for admit in self.hooks.admit:
             request, canonical = admit(request, canonical)
@@ -306,14 +260,11 @@ class FocusScheduler:
         vector = self.learner.vectorise(link_features(link_context(canonical, meta)))
         entry = Entry(self.strategy.score(canonical, meta, vector), canonical, request, vector, self.frontier.version)
         pruned = self.frontier.push(host_key(canonical), entry)
-        if self.persistence is not None:
-            self.persistence.enqueued(request)
+        self.backend.queued(request, pruned)
         self.stats.inc_value("focus/frontier/enqueued")
         self.stats.inc_value("scheduler/enqueued")  # Scrapy's name, for tools that read it
         if pruned:
             self.stats.inc_value("focus/frontier/pruned", len(pruned))
-            if self.persistence is not None:
-                self.persistence.spill(pruned)
         return True
 
     def _refuse(self, request: Request, reason: str) -> bool:
@@ -321,8 +272,7 @@ class FocusScheduler:
 
     def forget(self, url: str) -> None:
         """A released URL that will not be fetched after all (a HEAD check said it is no page)."""
-        if self.persistence is not None:
-            self.persistence.forget(url)
+        self.backend.forget(url)
 
     # --- dequeue: pop -> gate -> policies -> release --------------------------------------------
     def next_request(self) -> Request | None:
@@ -335,13 +285,11 @@ class FocusScheduler:
                 logger.info("request budget of %d reached; finishing the requests in flight", self.config.budget)
             return None
         now = time.monotonic()
-        if self.shared is not None and self.shared.tick(now, self.learner):
-            self.rescorer.learner_updated()  # other workers' learning taken up: queued entries are stale
+        if self.backend.tick(now, self.learner, self.strategy):
+            self.rescorer.learner_updated()  # learning taken up from elsewhere: queued entries are stale
         for host in self.gate.overdue_robots(now):  # the callback never came: do not stall the host
             logger.warning("robots.txt of %s was fetched but never applied; releasing the host", host)
             self._free(host, now)
-        if self.persistence is not None and self.persistence.checkpoint_due(now):
-            self.persistence.checkpoint(self.learner, self.released, self.strategy)
         if self.strategy.settle():  # queued URLs found on better pages since: re-score them
             self.rescorer.learner_updated()
         for refill in self.hooks.refill:  # a policy's own requests (revisits due) into the queues
@@ -350,8 +298,7 @@ class FocusScheduler:
         for _ in range(10_000):
             popped = frontier.pop(now, rescore=self.rescorer.rescore)
             if popped is None:
-                if not len(frontier) and self.persistence is not None and self.persistence.has_spill():
-                    self.persistence.unspill(self.learner)
+                if not len(frontier) and self.backend.refill(self.learner):
                     continue
                 self.downloader.wake_at(self._next_wake(), time.monotonic())
                 return None
@@ -406,11 +353,9 @@ class FocusScheduler:
             for released in self.hooks.released:
                 released(host, request, entry, now)
         if entry is not None and not meta.get(M.ROBOTS_FOR):
-            self.released += 1
-            if self.shared is not None:
-                self.shared.count_release()
-                self.frontier.fetching(host, entry.url)
-                self.shared.expect_free(host)
+            # a revisit lost to a kill is due again by the plan kept; a page sent a HEAD first is its GET
+            self.backend.released(host, entry.url,
+                                  None if meta.get(M.REVISIT) is not None else meta.get(M.HEAD_FOR) or request)
             meta[M.PRIORITY] = round(entry.priority, 4)
             if entry.features is not None:
                 meta[M.FEATURES] = entry.features
@@ -418,9 +363,6 @@ class FocusScheduler:
             meta[M.EXPLAIN] = self.strategy.explain(entry.url, meta) if meta.get(M.REVISIT) is None else []
             self.strategy.released(entry.url)
             self.stats.inc_value("focus/requests_released")
-            if self.persistence is not None and meta.get(M.REVISIT) is None:
-                # a revisit lost to a kill is due again by the plan the snapshot holds
-                self.persistence.released(entry.url, meta.get(M.HEAD_FOR) or request)
         else:
             self.stats.inc_value("focus/robots/requests")
         return request
@@ -492,11 +434,5 @@ class FocusScheduler:
         self._done(item)
 
     def _done(self, item) -> None:
-        if self.persistence is None and self.shared is None:
-            return
-        urls = {canonicalize(u) for u in (getattr(item, "url", None), getattr(item, "final_url", None)) if u}
-        if self.persistence is not None:
-            self.persistence.done(urls)
-        if self.shared is not None:
-            self.shared.done(urls)
+        self.backend.done([u for u in (getattr(item, "url", None), getattr(item, "final_url", None)) if u])
 

@@ -66,7 +66,7 @@ def test_feeds_outside_the_file_system_are_left_to_scrapy(tmp_path):
 
 
 def test_recrawl_with_a_shared_frontier():
-    (line,) = _errors((preflight.check_redis,), FOCUS_RECRAWL=True, FOCUS_FRONTIER_URL="redis://127.0.0.1:1/0")
+    (line,) = _errors((preflight.check_backend,), FOCUS_RECRAWL=True, FOCUS_FRONTIER_URL="redis://127.0.0.1:1/0")
     assert "FOCUS_RECRAWL" in line and "FOCUS_FRONTIER_URL" in line
 
 
@@ -75,3 +75,11 @@ def test_a_release_policy_that_cannot_be_loaded():
     assert line.startswith("FOCUS_RELEASE_POLICIES: cannot load 'myproject.nothing.Here'")
     assert _errors((preflight.check_release_policies,), FOCUS_RELEASE_POLICIES={
         "focuscrawl.scheduling.policies.Patience": None}) == []
+
+
+def test_a_backend_that_is_not_one_is_one_line():
+    (line,) = _errors((preflight.check_backend,), FOCUS_BACKEND="focuscrawl.nothing.Here")
+    assert line.startswith("FOCUS_BACKEND=focuscrawl.nothing.Here cannot be loaded")
+    assert _errors((preflight.check_backend,), FOCUS_BACKEND="focuscrawl.backends.local.LocalBackend") == []
+    (line,) = _errors((preflight.check_backend,), FOCUS_BACKEND="focuscrawl.backends.shared.SharedBackend")
+    assert "needs FOCUS_FRONTIER_URL" in line

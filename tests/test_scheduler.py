@@ -258,12 +258,12 @@ def test_a_checkpoint_while_a_head_check_is_in_flight_keeps_the_page_request(tmp
     assert scheduler.enqueue_request(get)
     head = scheduler.next_request()
     assert head.method == "HEAD" and head.callback == head_check(scheduler).head_checked
-    kept = scheduler.persistence.unfinished["http://h0.test/data"]
+    kept = scheduler.backend.persistence.unfinished["http://h0.test/data"]
     assert kept.method == "GET" and kept.url == get.url and kept.callback == spider.parse
     # the HEAD's callbacks are the policy's: only the GET can be saved
-    scheduler.persistence.checkpoint(scheduler.learner, scheduler.released)
+    scheduler.backend.persistence.checkpoint(scheduler.learner, scheduler.released)
     assert scheduler.stats.get_value("focus/checkpoints") == 1
-    state, _ = scheduler.persistence.job.load()
+    state, _ = scheduler.backend.persistence.job.load()
     (row,) = state["entries"]
     assert row[0] == "h0.test" and row[1] == float("inf") and row[2]["method"] == "GET"
     assert row[2]["url"] == get.url and row[2]["callback"] == "parse"
@@ -281,11 +281,11 @@ def test_a_head_check_that_finds_no_page_refuses_it_and_forgets_it_as_in_flight(
     assert scheduler.enqueue_request(Request("http://h0.test/data", callback=scheduler.spider.parse,
                                              meta={"depth": 1}))
     head = scheduler.next_request()
-    assert list(scheduler.persistence.unfinished) == ["http://h0.test/data"]
+    assert list(scheduler.backend.persistence.unfinished) == ["http://h0.test/data"]
     response = Response(head.url, status=200, headers={"Content-Type": "application/zip"}, request=head)
     assert head.callback(response) is None
     assert refused == [("http://h0.test/data", "head_not_html")]
-    assert scheduler.persistence.unfinished == {}
+    assert scheduler.backend.persistence.unfinished == {}
     assert scheduler.stats.get_value("focus/refused/head_not_html") == 1
 
 
@@ -496,13 +496,13 @@ def killed(tmp_path, monkeypatch):
                                       dont_filter=True, meta={"focus_robots_for": "h2.test"}))
     assert cold(scheduler.frontier) > 400
     before = len(unpacked)
-    scheduler.persistence.checkpoint(scheduler.learner, scheduler.released)
+    scheduler.backend.persistence.checkpoint(scheduler.learner, scheduler.released)
     unpacked_by_checkpoint = unpacked[before:]
     assert release(scheduler).meta["focus_robots_for"] == "h2.test"
     done, in_flight = release(scheduler), release(scheduler)
     # its item went through the pipelines (what item_scraped tells the scheduler)
-    scheduler.persistence.done({canonicalize(done.url)})
-    assert set(scheduler.persistence.unfinished) == {canonicalize(unfinished.url), canonicalize(in_flight.url)}
+    scheduler.backend.persistence.done({canonicalize(done.url)})
+    assert set(scheduler.backend.persistence.unfinished) == {canonicalize(unfinished.url), canonicalize(in_flight.url)}
     left, _ = drained(scheduler.frontier)  # what the frontier held at the kill
     unpacked.clear()
     by_url = {canonicalize(r.url): r for r in requests + [kept]}
@@ -517,7 +517,7 @@ def resumed_queue(killed, **settings):
     try:
         assert scheduler.released == killed.released  # the snapshot's, plus those journaled since
         queue = drained(scheduler.frontier)
-        return queue, scheduler.persistence.job.load()[0]
+        return queue, scheduler.backend.persistence.job.load()[0]
     finally:
         scheduler.close("finished")
 
@@ -586,13 +586,13 @@ def test_urls_queued_after_the_snapshot_are_scored_on_resume_by_the_learner_it_s
         host = f"h{i % 2}.test"
         scheduler.learner.observe(f"http://{host}/seen-{i}.html", f"http://{host}/", None, float(i % 2 == 0),
                                   i % 2 == 0, wasted=False)
-    scheduler.persistence.checkpoint(scheduler.learner, scheduler.released)
+    scheduler.backend.persistence.checkpoint(scheduler.learner, scheduler.released)
     late = [Request(f"http://h{i % 2}.test/late-{i}.html", callback=parse,
                     meta={"depth": 1, "focus_link": {"anchor": "notes", "parent_url": f"http://h{i % 2}.test/"}})
             for i in range(6)]
     for request in late:
         assert scheduler.enqueue_request(request)  # journaled: enq
-    scheduler.persistence.job.flush()  # as the next release does
+    scheduler.backend.persistence.job.flush()  # as the next release does
     expected = {e.url: e.priority for _, e in scheduler.frontier.entries()}
     fresh = make_scheduler().learner
     unlearned = {url: fresh.score(e.features, url, link_parent(e.payload.meta))

@@ -216,8 +216,8 @@ def test_a_classic_strategy_resumes_with_what_it_knew(tmp_path, caplog):
     for url, score in [("http://a.test/low", 0.2), ("http://a.test/mid", 0.5)]:
         assert scheduler.enqueue_request(link(url, "http://a.test/", score, spider))
     assert not scheduler.enqueue_request(link("http://a.test/low", "http://b.test/hub", 0.95, spider))
-    scheduler.persistence.checkpoint(scheduler.learner, scheduler.released, scheduler.strategy)
-    scheduler.persistence.job.flush()
+    scheduler.backend.persistence.checkpoint(scheduler.learner, scheduler.released, scheduler.strategy)
+    scheduler.backend.persistence.job.flush()
 
     resumed = opened(JOBDIR=jobdir, FOCUS_STRATEGY="bestfirst")
     try:

@@ -24,30 +24,21 @@ class SharedExclusionList(ExclusionList):
         self._key = keys("exclude")
         self._version = 0  # of the text this worker took up last
         super().__init__(path, check_seconds, **kwargs)
-        if not path:
-            self._take_shared()
 
-    def _reload_if_changed(self, force: bool = False) -> None:
-        reloads = self.reloads
-        due = force or self._clock() - self._checked_at >= self.check_seconds
-        super()._reload_if_changed(force)
-        if self.reloads != reloads:  # this worker's file changed: it is the crawl's list now
-            with open(self.path, encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
+    def checked(self, text: str | None) -> None:
+        if text is not None:  # this worker's file changed: it is the crawl's list now
             pipe = self.client.pipeline(transaction=True)  # a reader sees the version with its text
             pipe.hincrby(self._key, "version", 1)
             pipe.hset(self._key, "text", text)
             self._version = int(pipe.execute()[0])
-        elif due:
-            if not self.path:
-                self._checked_at = self._clock()
+        else:
             self._take_shared()
 
     def _take_shared(self) -> None:
         version, text = self.client.hmget(self._key, "version", "text")
         if version is None or text is None or int(version) <= self._version:
             return
-        self._parse(text.decode("utf-8", "replace").splitlines())
+        self.load_lines(text.decode("utf-8", "replace").splitlines())
         self._version = int(version)
         logger.info("exclusion list of the shared crawl taken up: %d hosts, %d domains, %d patterns",
                     len(self.hosts), len(self.domains), len(self.patterns))

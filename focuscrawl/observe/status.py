@@ -382,10 +382,10 @@ class CrawlStatus:
         return self._scheduler
 
     def _parts(self):
-        """(scheduler, frontier, gate, shared): what is None is not focuscrawl's or not built."""
+        """(scheduler, frontier, gate, backend): what is None is not focuscrawl's or not built."""
         scheduler = self.scheduler()
         return (scheduler, getattr(scheduler, "frontier", None), getattr(scheduler, "gate", None),
-                getattr(scheduler, "shared", None) is not None)
+                getattr(scheduler, "backend", None))
 
     def _frontier_size(self) -> int | None:
         scheduler, frontier, _, _ = self._parts()
@@ -414,7 +414,7 @@ class CrawlStatus:
         now = self.clock()
         if self._pass is not None and now - self._pass.at < HOST_PASS_SECONDS:
             return self._pass
-        scheduler, frontier, gate, shared = self._parts()
+        scheduler, frontier, gate, _ = self._parts()
         counts: dict[str, int | None] = {state: 0 for state in HOST_STATES}
         top: list[tuple[bytes, str, Any]] = []
         if gate is None:
@@ -455,7 +455,7 @@ class CrawlStatus:
         (True) and crawl_requests (every worker's requests, which the budget counts)."""
         counter = self.counter
         budget = self.config.budget or None
-        scheduler, _, _, shared = self._parts()
+        _, _, _, backend = self._parts()
         out: dict[str, Any] = {
             "elapsed": round(counter.elapsed(), 3),
             "requests": counter.requests,
@@ -475,9 +475,9 @@ class CrawlStatus:
             out["hosts"] = self._host_pass().counts
         except Exception:  # noqa: BLE001 - see _never_raises: the counts are left unknown
             logger.debug("crawl status: host states unknown", exc_info=True)
-        if shared:
+        if getattr(backend, "shared", False):
             out["shared"] = True
-            done = scheduler.shared.released()  # cached by the shared crawl: no Redis call each time
+            done = backend.crawl_released()  # cached by the shared crawl: no Redis call each time
             out["crawl_requests"] = done
             eta = counter.eta(budget, done=done)  # this worker's rate: an upper bound
         else:

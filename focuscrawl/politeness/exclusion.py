@@ -35,10 +35,10 @@ class ExclusionList:
         self.domains: list[str] = []
         self.patterns: list[re.Pattern] = []
         self.reloads = 0
-        if path:
-            self._reload_if_changed(force=True)
+        self.refresh(force=True)
 
-    def _parse(self, lines) -> None:
+    def load_lines(self, lines) -> None:
+        """The rules of ``lines`` (the file's format) replace the list's."""
         hosts, domains, patterns = set(), [], []
         for number, raw in enumerate(lines, 1):
             line = raw.split("#", 1)[0].strip() if not raw.strip().startswith("re:") else raw.strip()
@@ -55,30 +55,44 @@ class ExclusionList:
                 hosts.add(line.lower().rstrip("/"))
         self.hosts, self.domains, self.patterns = hosts, domains, patterns
 
-    def _reload_if_changed(self, force: bool = False) -> None:
+    def refresh(self, force: bool = False) -> None:
+        """At most every ``check_seconds`` (at once with ``force``): the file re-read if it changed,
+        then ``checked`` called with what was read."""
+        if not force and (self.path is None and type(self).checked is ExclusionList.checked):
+            return  # nothing to look at
         now = self._clock()
-        if not self.path or (not force and now - self._checked_at < self.check_seconds):
+        if not force and now - self._checked_at < self.check_seconds:
             return
         self._checked_at = now
+        self.checked(self._read_if_changed(force) if self.path else None)
+
+    def checked(self, text: str | None) -> None:
+        """Called at every check of the list (``refresh``) with the text of the file when it was
+        (re)loaded at this check, else None: where a list that also takes its rules from elsewhere
+        looks there (``focuscrawl.distributed.exclusion``). The file's list has nothing more to do."""
+
+    def _read_if_changed(self, force: bool) -> str | None:
         try:
             mtime = os.stat(self.path).st_mtime_ns
         except OSError as exc:
             if force:
                 raise ValueError(f"exclusion list {self.path!r} cannot be read: {exc.strerror}") from None
             logger.warning("exclusion list %s cannot be read (%s); keeping the previous rules", self.path, exc)
-            return
+            return None
         if mtime == self._mtime:
-            return
+            return None
         with open(self.path, encoding="utf-8", errors="replace") as handle:
-            self._parse(handle.read().splitlines())
+            text = handle.read()
+        self.load_lines(text.splitlines())
         self._mtime = mtime
         self.reloads += 1
         logger.info("exclusion list %s loaded: %d hosts, %d domains, %d patterns", self.path,
                     len(self.hosts), len(self.domains), len(self.patterns))
+        return text
 
     def excludes(self, url: str) -> str | None:
         """The rule that excludes ``url``, or None."""
-        self._reload_if_changed()
+        self.refresh()
         try:
             parts = urlsplit(url)
             host = (parts.hostname or "").lower()

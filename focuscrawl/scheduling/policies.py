@@ -76,14 +76,9 @@ class Patience:
         config = scheduler.config
         if config.patience <= 0:
             raise NotConfigured
-        # a shared crawl's worker also works while it waits for Redis (its reactor does nothing else meanwhile)
-        work = runnable_time
-        if config.frontier_url:
-            from focuscrawl.distributed.connection import reactor_wait
-
-            work = lambda: runnable_time() + reactor_wait()  # noqa: E731
-        return cls(scheduler.frontier, scheduler.gate, config.patience, config.patience_margin, work=work,
-                   priced=config.patience_priced)
+        # the backend's work so far: a shared crawl's worker also works while it waits for Redis
+        return cls(scheduler.frontier, scheduler.gate, config.patience, config.patience_margin,
+                   work=scheduler.backend.work_time, priced=config.patience_priced)
 
     def released(self, host: str, request: Request, entry: Entry | None, now: float) -> None:
         """A request went out (robots.txt fetches too): the load's measure moves on (only a wait

@@ -80,6 +80,7 @@ class Scheduling(Protocol):
     frontier: Frontier
     gate: HostGate
     admission: Admission
+    backend: Any  # where the crawl's state lives (focuscrawl.backends.CrawlBackend)
     released: int  # requests released so far (FOCUS_BUDGET counts them)
     spider: Any
 
