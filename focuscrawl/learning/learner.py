@@ -17,18 +17,17 @@ duplicates) is a small negative reward, which lowers links like the ones that le
 from __future__ import annotations
 
 import math
-import zlib
+import operator
 from collections.abc import Sequence
 
 import numpy as np
 
 from focuscrawl.bounded import drop_oldest
 from focuscrawl.config import DEFAULTS
+from focuscrawl.learning.delta import TABLES, ChangeLog, LearnerDelta, add_counts, values
 from focuscrawl.learning.link_words import LinkWordCounts
+from focuscrawl.learning.regressor import Features, OnlineLinearRegressor, Vector, is_vector, packed, per_link
 from focuscrawl.urls import host_and_prefix, host_key, path_prefix
-
-Features = Sequence[tuple[str, float]]
-Vector = tuple[np.ndarray, np.ndarray]  # hashed feature indices and values
 
 WASTE_REWARD = -0.2
 
@@ -60,65 +59,6 @@ VERSION_EVERY = 16
 #: costs recall.
 LINK_PRIORS = {True: {"link_score": 0.75, "parent_score": 0.25},
                False: {"link_score": 0.5, "parent_score": 0.5}}
-
-
-class OnlineLinearRegressor:
-    """Squared-loss linear regression by AdaGrad SGD over hashed sparse features.
-
-    Features are hashed once (``vectorise``) into the vectors the frontier keeps; ``fit_vector``
-    and ``predict_vector`` work on those. Per-feature learning rates suit sparse text-like
-    features that appear rarely; ``contributions`` gives each named feature's exact part of a
-    prediction, for explanations. Memory is fixed: ``2 ** bits`` weights.
-    """
-
-    def __init__(self, bits: int = 20, learning_rate: float = 0.2, l2: float = 1e-5,
-                 prior: dict[str, float] | None = None):
-        self.mask = (1 << bits) - 1
-        self.learning_rate = learning_rate
-        self.l2 = l2
-        self.coef_ = np.zeros(1 << bits, dtype=np.float64)
-        self._g2 = np.ones(1 << bits, dtype=np.float64)
-        for name, weight in (prior or {}).items():
-            self.coef_[self.index(name)] = weight
-
-    def index(self, name: str) -> int:
-        return zlib.crc32(name.encode("utf-8", "surrogatepass")) & self.mask
-
-    def vectorise(self, features: Features) -> Vector:
-        """Hashed, compact form of named features: what the frontier keeps for re-scoring."""
-        idx = np.fromiter((self.index(n) for n, _ in features), dtype=np.int32, count=len(features))
-        val = np.fromiter((v for _, v in features), dtype=np.float32, count=len(features))
-        return idx, val
-
-    def predict_vector(self, vector: Vector) -> float:
-        idx, val = vector
-        return float(self.coef_[idx] @ val)
-
-    def fit_vector(self, vector: Vector, target: float, weight: float = 1.0) -> None:
-        idx, val = vector
-        val = val.astype(np.float64)
-        error = float(self.coef_[idx] @ val) - target
-        grad = weight * error * val + self.l2 * self.coef_[idx]
-        np.add.at(self._g2, idx, grad * grad)
-        np.subtract.at(self.coef_, idx, self.learning_rate * grad / np.sqrt(self._g2[idx]))
-
-    def contributions(self, features: Features) -> list[tuple[str, float]]:
-        return [(name, float(self.coef_[self.index(name)] * value)) for name, value in features]
-
-    def __getstate__(self):
-        # most of the 2**bits weights are untouched: keep only those that moved
-        state = dict(self.__dict__)
-        touched = np.flatnonzero((self.coef_ != 0) | (self._g2 != 1))
-        state["coef_"] = (len(self.coef_), touched, self.coef_[touched], self._g2[touched])
-        del state["_g2"]
-        return state
-
-    def __setstate__(self, state):
-        size, touched, coef, g2 = state.pop("coef_")
-        self.__dict__.update(state)
-        self.coef_ = np.zeros(size, dtype=np.float64)
-        self._g2 = np.ones(size, dtype=np.float64)
-        self.coef_[touched], self._g2[touched] = coef, g2
 
 
 class _Yield:
@@ -176,7 +116,7 @@ class _PathNode:
         # the link's features packed in one bytes object (indices, then values): a node lives as
         # long as the crawl holds its page (up to ``max_nodes``), and two arrays in a tuple cost
         # about 300 bytes more a node than the 8 bytes a feature they hold
-        self.features = _packed(features)
+        self.features = packed(features)
         self.url = url
         self.parent = parent
         self.reward = reward
@@ -195,13 +135,6 @@ class _PathNode:
             return features
         n = len(features) // 8
         return np.frombuffer(features, np.int32, n), np.frombuffer(features, np.float32, n, 4 * n)
-
-
-def _packed(vector: Vector | None) -> bytes | None:
-    if vector is None:
-        return None
-    idx, val = vector
-    return np.asarray(idx, np.int32).tobytes() + np.asarray(val, np.float32).tobytes()
 
 
 class LinkRewardLearner:
@@ -250,14 +183,23 @@ class LinkRewardLearner:
         # drops it (one process holds every page it fetched, up to ``max_nodes``); a shared
         # crawl's learner sync sets a dict and hands it to the worker that fetched the parent.
         self.credit_elsewhere: dict[str, tuple[float, int]] | None = None
+        # what changed since the last delta taken, while another learner shares this one's
+        # (``track_changes``); None otherwise, and not kept in a checkpoint
+        self._changes: ChangeLog | None = None
         self.observations = 0
         self.version = 0
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_changes", None)
+        return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.__dict__.setdefault("new_hosts", _Yield())  # a checkpoint from before it was kept
         self.__dict__.setdefault("hub_cap", DEFAULTS.hub_cap)
         self.__dict__.setdefault("credit_elsewhere", None)
+        self._changes = None
         if type(self.nodes) is not dict:  # a checkpoint that kept them in an OrderedDict
             self.nodes = dict(self.nodes)
         self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
@@ -370,7 +312,7 @@ class LinkRewardLearner:
 
     def _static_values(self, sizes: Sequence[int], idx: np.ndarray, val: np.ndarray) -> np.ndarray:
         """The linear model's part of each link's score: one dot product per link, in one pass."""
-        return _per_link(sizes, self.model.coef_[idx] * val)
+        return per_link(sizes, self.model.coef_[idx] * val)
 
     def _word_values(self, sizes: Sequence[int], idx: np.ndarray, val: np.ndarray) -> np.ndarray:
         """What the crawl has learned about each link's words: the link's score (``link_score``,
@@ -379,9 +321,9 @@ class LinkRewardLearner:
         if not self.learn_words or not len(idx) or not self.words.links:
             return np.zeros(len(sizes))
         is_score = idx == self._link_score_index
-        has_score = _per_link(sizes, is_score) > 0
-        prior = _per_link(sizes, np.where(is_score, val, 0.0))
-        learned = self.words.probabilities(prior, _per_link(sizes, self.words.evidence(idx, val)))
+        has_score = per_link(sizes, is_score) > 0
+        prior = per_link(sizes, np.where(is_score, val, 0.0))
+        learned = self.words.probabilities(prior, per_link(sizes, self.words.evidence(idx, val)))
         weight = float(self.model.coef_[self._link_score_index])
         return np.where(has_score, weight * (learned - prior), 0.0)
 
@@ -437,23 +379,28 @@ class LinkRewardLearner:
         if held is not None:
             parent_url = held.url  # one string for the parent's URL, whoever holds it
         self._train_link(features, url, parent_url, reward)  # as scored before this outcome was known
-        places = [(self.hosts, host_key(url)), (self.prefixes, path_prefix(url))]
+        places = [("hosts", self.hosts, host_key(url)), ("prefixes", self.prefixes, path_prefix(url))]
         if parent_url:
-            places.append((self.children, parent_url))
-        for table, key in places:
+            places.append(("children", self.children, parent_url))
+        hit, waste, changes = int(relevant), int(wasted), self._changes
+        for name, table, key in places:
             stats = table.get(key)
             if stats is None:
                 stats = table[key] = _Yield()
                 if table is self.hosts:
                     self.new_hosts.fetched += 1
-                    self.new_hosts.relevant += int(relevant)
-                    self.new_hosts.wasted += int(wasted)
+                    self.new_hosts.relevant += hit
+                    self.new_hosts.wasted += waste
                     self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
+                    if changes is not None:
+                        changes.count_new_host(hit, waste)
                 if table is self.children:
                     drop_oldest(table, self.max_nodes)
             stats.fetched += 1
-            stats.relevant += int(relevant)
-            stats.wasted += int(wasted)
+            stats.relevant += hit
+            stats.wasted += waste
+            if changes is not None:
+                changes.count(name, key, 1, hit, waste)
         node = self.nodes.get(url)
         if node is None:
             node = _PathNode(_as_vector(self, features), url, parent_url, reward)
@@ -516,14 +463,17 @@ class LinkRewardLearner:
         if node is None:
             return
         relevant_before = node.reward >= page_reward(1.0, True)
-        places = [(self.hosts, host_key(url)), (self.prefixes, path_prefix(url))]
+        places = [("hosts", self.hosts, host_key(url)), ("prefixes", self.prefixes, path_prefix(url))]
         if node.parent:
-            places.append((self.children, node.parent))
-        for table, key in places:
+            places.append(("children", self.children, node.parent))
+        for name, table, key in places:
             stats = table.get(key)
             if stats is not None:
+                taken_back = int(relevant_before and stats.relevant > 0)
                 stats.wasted += 1
-                stats.relevant -= int(relevant_before and stats.relevant > 0)
+                stats.relevant -= taken_back
+                if self._changes is not None:
+                    self._changes.count(name, key, 0, -taken_back, 1)
         node.reward = WASTE_REWARD
         self._train(node)
         self._count_words(node)
@@ -553,16 +503,79 @@ class LinkRewardLearner:
                               target)
 
 
+    # --- sharing with other learners (a shared crawl's workers: distributed.learner_sync) -------
+    def track_changes(self) -> None:
+        """Note what this learner learns from now on, for ``take_changes``; what it holds now
+        counts as shared. Credit owed to pages it does not hold is kept for the delta too."""
+        if self._changes is None:
+            self._changes = ChangeLog(self.model, self.words)
+            if self.credit_elsewhere is None:
+                self.credit_elsewhere = {}
+            self.mark_shared()
 
-def _per_link(sizes: Sequence[int], values: np.ndarray) -> np.ndarray:
-    """Per-link sums of ``values`` in the joined batch form: link i's are the next ``sizes[i]``."""
-    sizes = np.asarray(sizes, dtype=np.int64)
-    out = np.zeros(len(sizes))
-    if len(values):
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        nonempty = sizes > 0
-        out[nonempty] = np.add.reduceat(np.asarray(values, dtype=np.float64), starts[nonempty])
-    return out
+    def mark_shared(self) -> None:
+        """What this learner holds now is shared: the next ``take_changes`` has only what changes
+        after."""
+        self._changes.mark(self.observations, self.learn_words)
+
+    def take_changes(self) -> LearnerDelta | None:
+        """What this learner learned since the last delta taken (or mark), for other learners to
+        ``merge``; None when nothing changed. Needs ``track_changes``."""
+        return self._changes.take(self.observations, self.credit_elsewhere)
+
+    def merge(self, delta: LearnerDelta) -> int:
+        """Add another learner's delta to this one's: weights, squared-gradient sums, counts, word
+        counts. They are not this learner's changes (``take_changes`` leaves them out), but the
+        training a credit it carries causes here is, and comes after. Returns how many of its
+        credits applied here (to pages this learner holds). Does not move ``version``: the caller
+        does, once for many deltas. Needs ``track_changes``."""
+        self._changes.add(delta)
+        for name, (keys, flat) in delta.counts.items():
+            add_counts(getattr(self, name), keys, flat, _Yield, self.max_nodes if name == "children" else None)
+        if delta.new_hosts is not None:
+            new = self.new_hosts
+            new.fetched, new.relevant, new.wasted = map(operator.add, values(new), delta.new_hosts)
+            self._unseen_host = new.shrunk(UNSEEN_HOST_EVIDENCE)
+        return sum(self.credit(url, change, hops) for url, (change, hops) in delta.credit.items())
+
+    def replace_shared(self, state: LearnerDelta) -> None:
+        """Take ``state`` (another learner's ``shared_state``) over in place of what this learner
+        shares: weights, squared-gradient sums, counts and word counts. Its path nodes and its own
+        ``observations`` stay; ``version`` moves."""
+        self.model.coef_.fill(0.0)
+        self.model.squared_gradients.fill(1.0)
+        for name in TABLES:
+            getattr(self, name).clear()
+        self.new_hosts = _Yield()
+        self._unseen_host = _UNSEEN
+        if self.learn_words:
+            self.words.positive.fill(0.0)
+            self.words.total.fill(0.0)
+            self.words.is_word.fill(False)
+            self.words.links = self.words.positive_links = 0.0
+        self.mark_shared()
+        self.merge(state)
+        self.version += 1
+
+    def shared_state(self) -> LearnerDelta:
+        """All this learner shares, as a delta to an empty learner (squared-gradient sums start at
+        1, so theirs is less 1): what ``replace_shared`` takes over."""
+        model = self.model
+        touched = (model.coef_ != 0.0) | (model.squared_gradients != 1.0)
+        if self.learn_words:
+            touched |= self.words.total != 0.0
+        touched = np.flatnonzero(touched)
+        out = LearnerDelta(indices=touched, weights=model.coef_[touched],
+                           squared_gradients=model.squared_gradients[touched] - 1.0, new_hosts=list(values(self.new_hosts)))
+        for name in TABLES:
+            table = getattr(self, name)
+            out.counts[name] = (list(table), [value for stats in table.values() for value in values(stats)])
+        if self.learn_words:
+            words = self.words
+            out.word_positive, out.word_total = words.positive[touched], words.total[touched]
+            out.words_marked = np.flatnonzero(words.is_word)
+            out.links = (words.links, words.positive_links)
+        return out
 
 
 def _weighted(features: Features, weights: dict[str, float], start: float = 0.0) -> float:
@@ -571,11 +584,6 @@ def _weighted(features: Features, weights: dict[str, float], start: float = 0.0)
     for name, value in features:
         total += weights[name] * value
     return total
-
-
-def is_vector(features) -> bool:
-    """True for the hashed (idx, val) form that ``vectorise`` returns."""
-    return isinstance(features, tuple) and len(features) == 2 and isinstance(features[0], np.ndarray)
 
 
 def _as_vector(owner, features) -> Vector | None:
