@@ -37,6 +37,7 @@ from scrapy.exceptions import CloseSpider, NotConfigured
 from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import ConfigError, FocusConfig
+from focuscrawl.crawl_view import CrawlView
 from focuscrawl.extras import MissingExtra
 from focuscrawl.distributed.connection import RedisUnavailable, reactor_wait
 from focuscrawl.frontier import Entry, Frontier
@@ -230,6 +231,7 @@ class FocusScheduler:
         # spider's comes with the signal topic_model (the add-on's FocusPages)
         self._use_topic_model(getattr(spider, "model", None))
         sig.connect(self._use_topic_model, signal=focus_signals.topic_model)
+        sig.send_catch_log(focus_signals.crawl_view, view=CrawlView(self))
         if self.persistence is not None:
             # the snapshot's learner is taken on before the journal's URLs are enqueued (and scored)
             _, self.released = self.persistence.restore(
