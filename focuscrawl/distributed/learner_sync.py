@@ -5,14 +5,14 @@ Every worker keeps its own ``LinkRewardLearner`` and scores and trains on it alo
 (scoring every link, training on every page) never waits for Redis nor for a lock. Every
 ``period`` seconds ``maybe_sync`` does one exchange:
 
-- **push** what changed here since the last push (the learner's ``take_changes``: see
+- **push** what changed here since the last push (the learner's ``changes.take()``: see
   ``focuscrawl.learning.delta``), as one batch (``learner_batch``): the weights that moved (sparse
   indices and float64 deltas), AdaGrad's squared-gradient sums at the same indices, the yield
   counts per host, path prefix and parent page, the new-hosts prior, and the link word counts when
   the crawl learns its links' words. Everything is a sum of increments, so the merged learner is
   the sum of every worker's deltas whatever order they arrive in; a batch is as large as what
   changed, not as the model;
-- **pull** every other worker's batches since the last one read, and add them (``merge``): the stream is read
+- **pull** every other worker's batches since the last one read, and add them (``changes.merge``): the stream is read
   from where this worker stopped, its own batches left out (Redis filters them, so they are not
   sent back), a batch sent twice (a retry after a lost reply) applied once.
 
@@ -265,7 +265,7 @@ class LearnerSync:
                 self.seen = {self.origin: self.seq}
                 if self._put_snapshot("0-0", 0):
                     self.last_id, self.last_n = "0-0", 0
-                    self.learner.mark_shared()
+                    self.learner.changes.mark()
                     self.joined = True
                     return
                 continue  # another worker's came first
@@ -273,7 +273,7 @@ class LearnerSync:
             if taken is None:  # written by another release: this worker keeps its learner to itself
                 raise redis.RedisError("the crawl's learner snapshot in Redis is of another format")
             state, header = taken
-            self.learner.replace_shared(state)
+            self.learner.changes.replace(state)
             self.last_id, self.last_n = header["id"], header["n"]
             self.seen = dict(header["seen"])
             if self._drain():
@@ -307,7 +307,7 @@ class LearnerSync:
     def _take_batch(self) -> tuple[int, bytes] | None:
         """This worker's changes since the last push, as a batch; None when nothing changed. What it
         holds counts as pushed from now on (``unsent`` keeps it until Redis took it)."""
-        delta = self.learner.take_changes()
+        delta = self.learner.changes.take()
         if delta is None:
             return None
         self.seq += 1
@@ -340,13 +340,13 @@ class LearnerSync:
             self.learner.version += 1  # the frontier's scores are stale: the rescorer's cue
 
     def _merge(self, delta) -> None:
-        self.stats["credit_applied"] += self.learner.merge(delta)
+        self.stats["credit_applied"] += self.learner.changes.merge(delta)
 
     # --- snapshots --------------------------------------------------------------------------------
     def _snapshot(self, stream_id: str, n: int) -> bytes:
         """The learner's shared state as a batch to an empty learner, as of stream entry
         ``stream_id`` (every batch up to it is in it, none after)."""
-        return encode(self.learner.shared_state(), id=stream_id, n=n, seen=self.seen, o=self.origin, s=self.seq)
+        return encode(self.learner.changes.state(), id=stream_id, n=n, seen=self.seen, o=self.origin, s=self.seq)
 
     def _put_snapshot(self, stream_id: str, n: int) -> bool:
         blob = self._snapshot(stream_id, n)

@@ -3,9 +3,10 @@
 Everything a learner shares is a sum of increments: the weights and AdaGrad's squared-gradient
 sums move by steps, the yield counts of hosts, path prefixes and parent pages grow by fetches, the
 link word counts by links. So learners that each learned on their own pages merge by adding each
-other's deltas, in whatever order they arrive. ``LinkRewardLearner.take_changes`` gives its delta
-since the last one (``ChangeLog`` keeps what it needs to find it), ``merge`` adds another's, and
-``shared_state`` gives its whole state as a delta to an empty learner (a snapshot).
+other's deltas, in whatever order they arrive. A learner's ``ChangeLog`` (``LinkRewardLearner.
+track_changes``) gives its delta since the last one (``take``), adds another's (``merge``), and
+gives its whole state as a delta to an empty learner (``state``, a snapshot) or takes one over
+(``replace``).
 
 The counts are noted as the learner changes them (a place a page, too many to compare); the
 arrays (2**20 weights) are compared with their state at the last mark, where the weights moved.
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from focuscrawl.bounded import drop_oldest
+from focuscrawl.learning.places import Yield
 
 #: the learner's place tables whose yield counts are shared
 TABLES = ("hosts", "prefixes", "children")
@@ -35,7 +37,7 @@ def _empty(dtype) -> np.ndarray:
 
 @dataclass
 class LearnerDelta:
-    """A learner's changes, ready to add to another learner (``LinkRewardLearner.merge``).
+    """A learner's changes, ready to add to another learner (``ChangeLog.merge``).
 
     ``indices``: where the arrays moved; ``weights``, ``squared_gradients`` and, for a learner of
     its links' words, ``word_positive`` and ``word_total``: by how much there (empty when not
@@ -60,20 +62,22 @@ class LearnerDelta:
 
 
 class ChangeLog:
-    """A learner's changes since its last mark: the counts as noted (``count``), the arrays against
-    a copy of their marked state. ``model``: the learner's ``OnlineLinearRegressor``; ``words``: its
-    ``LinkWordCounts``, compared only when the learner learns its links' words. Costs a copy of the arrays: ~17 MB at
-    2**20 weights, ~26 MB with the words."""
+    """A learner's changes since its last mark (``LinkRewardLearner.track_changes`` makes it): the
+    counts as the learner notes them (``count``), the arrays against a copy of their marked state.
+    ``take`` gives them as a delta, ``merge`` adds another learner's, ``state`` and ``replace``
+    give and take a learner's whole shared state. Costs a copy of the arrays: ~17 MB at 2**20
+    weights, ~26 MB with the link word counts."""
 
-    def __init__(self, model, words) -> None:
-        self.model = model
-        self.words = words
-        self.learn_words = False
+    def __init__(self, learner) -> None:
+        self.learner = learner
+        self.model = learner.model
+        self.words = learner.words
         self.places: dict[str, dict] = {name: {} for name in TABLES}  # key -> [change per field]
         self.new_hosts = [0] * len(FIELDS)
         self.base: dict = {}
         self.marks = 0
 
+    # --- noting -----------------------------------------------------------------------------------
     def count(self, table: str, key, fetched: int, relevant: int, wasted: int) -> None:
         notes = self.places[table]
         change = notes.get(key)
@@ -90,12 +94,12 @@ class ChangeLog:
         new[1] += relevant
         new[2] += wasted
 
-    def mark(self, observations: int, learn_words: bool) -> None:
+    def mark(self) -> None:
         """What the learner holds now is shared: the next delta holds only what changes after."""
         model, words = self.model, self.words
-        self.learn_words = learn_words
-        self.base = {"coef": model.coef_.copy(), "g2": model.squared_gradients.copy(), "observations": observations}
-        if self.learn_words:
+        self.base = {"coef": model.coef_.copy(), "g2": model.squared_gradients.copy(),
+                     "observations": self.learner.observations}
+        if self.learner.learn_words:
             self.base.update(positive=words.positive.copy(), total=words.total.copy(),
                              is_word=words.is_word.copy(), links=(words.links, words.positive_links))
         for notes in self.places.values():
@@ -115,10 +119,11 @@ class ChangeLog:
                     ("word_total", self.words.total, base["total"])]
         return out
 
-    def take(self, observations: int, credit: dict) -> LearnerDelta | None:
-        """The changes since the last mark (and ``credit``, the credit owed elsewhere, which is
-        emptied), marked as shared from now on; None when nothing changed."""
-        base, words = self.base, self.words
+    # --- this learner's changes -------------------------------------------------------------------
+    def take(self) -> LearnerDelta | None:
+        """The changes since the last mark (with the credit the learner owes pages it does not hold,
+        which it forgets), marked as shared from now on; None when nothing changed."""
+        base, words, observations = self.base, self.words, self.learner.observations
         moved = np.flatnonzero(self.model.coef_ != base["coef"])
         self.marks += 1
         if "positive" in base and self.marks % FULL_DIFF_EVERY == 0:
@@ -138,9 +143,10 @@ class ChangeLog:
             if deltas:
                 delta.counts[name] = (list(deltas), [v for change in deltas.values() for v in change])
                 changed = True
-        if credit:
-            delta.credit = dict(credit)
-            credit.clear()
+        owed = self.learner.credit_elsewhere
+        if owed:
+            delta.credit = dict(owed)
+            owed.clear()
             changed = True
         if any(self.new_hosts):
             delta.new_hosts, self.new_hosts = self.new_hosts, [0] * len(FIELDS)
@@ -156,10 +162,13 @@ class ChangeLog:
                 changed = True
         return delta if changed else None
 
-    def add(self, delta: LearnerDelta) -> None:
-        """Add another learner's array deltas to the arrays and to their marked state (they are not
-        this learner's to share again)."""
-        base, idx = self.base, delta.indices
+    # --- other learners' changes ------------------------------------------------------------------
+    def merge(self, delta: LearnerDelta) -> int:
+        """Add another learner's delta: weights, squared-gradient sums, counts, word counts. They are
+        not this learner's changes (``take`` leaves them out), but the training a credit it carries
+        causes here is, and comes after. Returns how many of its credits applied here (to pages this
+        learner holds). Does not move the learner's ``version``: the caller does, once for many."""
+        learner, base, idx = self.learner, self.base, delta.indices
         for name, current, old in self.arrays() if len(idx) else ():
             change = getattr(delta, name)
             if len(change) == len(idx):  # a learner that does not learn words sends none of theirs
@@ -173,18 +182,63 @@ class ChangeLog:
             words.links += links
             words.positive_links += positive_links
             base["links"] = (base["links"][0] + links, base["links"][1] + positive_links)
+        for name, (keys, flat) in delta.counts.items():
+            add_counts(getattr(learner, name), keys, flat, learner.max_nodes if name == "children" else None)
+        if delta.new_hosts is not None:
+            learner.add_new_hosts(*delta.new_hosts)
+        return sum(learner.credit(url, change, hops) for url, (change, hops) in delta.credit.items())
+
+    def state(self) -> LearnerDelta:
+        """All the learner shares, as a delta to an empty learner (squared-gradient sums start at 1,
+        so theirs is less 1): what ``replace`` takes over."""
+        learner, model, words = self.learner, self.model, self.words
+        touched = (model.coef_ != 0.0) | (model.squared_gradients != 1.0)
+        if learner.learn_words:
+            touched |= words.total != 0.0
+        touched = np.flatnonzero(touched)
+        out = LearnerDelta(indices=touched, weights=model.coef_[touched],
+                           squared_gradients=model.squared_gradients[touched] - 1.0,
+                           new_hosts=list(values(learner.new_hosts)))
+        for name in TABLES:
+            table = getattr(learner, name)
+            out.counts[name] = (list(table), [value for stats in table.values() for value in values(stats)])
+        if learner.learn_words:
+            out.word_positive, out.word_total = words.positive[touched], words.total[touched]
+            out.words_marked = np.flatnonzero(words.is_word)
+            out.links = (words.links, words.positive_links)
+        return out
+
+    def replace(self, state: LearnerDelta) -> None:
+        """Take ``state`` (another learner's ``state``) over in place of what the learner shares:
+        weights, squared-gradient sums, counts and word counts. Its path nodes and its own
+        ``observations`` stay; its ``version`` moves (its frontier's scores are stale)."""
+        learner, words = self.learner, self.words
+        self.model.coef_.fill(0.0)
+        self.model.squared_gradients.fill(1.0)
+        for name in TABLES:
+            getattr(learner, name).clear()
+        learner.new_hosts = Yield()
+        learner.add_new_hosts(0, 0, 0)
+        if learner.learn_words:
+            words.positive.fill(0.0)
+            words.total.fill(0.0)
+            words.is_word.fill(False)
+            words.links = words.positive_links = 0.0
+        self.mark()
+        self.merge(state)
+        learner.version += 1
 
 
-def add_counts(table: dict, keys: list, flat: list, make, limit: int | None) -> None:
-    """Add counts (``flat``: ``len(FIELDS)`` a key) to a place table; ``make()``: a new place's
-    counts, zero; a new place beyond ``limit`` places pushes out the oldest, as the learner does."""
+def add_counts(table: dict, keys: list, flat: list, limit: int | None) -> None:
+    """Add counts (``flat``: ``len(FIELDS)`` a key) to a place table; a new place beyond ``limit``
+    places pushes out the oldest, as the learner does."""
     width = len(FIELDS)
     for i, key in enumerate(keys):
         fetched, relevant, wasted = flat[i * width:(i + 1) * width]
         stats = table.get(key)
         new = stats is None
         if new:
-            stats = table[key] = make()
+            stats = table[key] = Yield()
         stats.fetched += fetched
         stats.relevant += relevant
         stats.wasted += wasted
