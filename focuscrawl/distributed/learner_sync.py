@@ -12,9 +12,9 @@ Every worker keeps its own ``LinkRewardLearner`` and scores and trains on it alo
   the crawl learns its links' words. Everything is a sum of increments, so the merged learner is
   the sum of every worker's deltas whatever order they arrive in; a batch is as large as what
   changed, not as the model;
-- **pull** every other worker's batches since the last one read, and add them (``changes.merge``): the stream is read
-  from where this worker stopped, its own batches left out (Redis filters them, so they are not
-  sent back), a batch sent twice (a retry after a lost reply) applied once.
+- **pull** every other worker's batches since the last one read, and add them (``changes.merge``):
+  the stream is read from where this worker stopped, its own batches left out (Redis filters
+  them, so they are not sent back), a batch sent twice (a retry after a lost reply) applied once.
 
 Push and pull are one Lua script, one round trip (bench/learner_sync.py measures it). A worker
 sees another's learning one to two periods late: bounded staleness, in exchange for no
@@ -28,9 +28,8 @@ worker's links would be stepped on by N learning rates that each decay N times s
 
 What is not shared, and why:
 
-- ``nodes``, the pages of crawl paths that credit flows back along , stay
-  with the worker that fetched them (sharing them would mean a Redis read per page fetched, on the
-  hot path). Credit owed to a page another worker fetched travels in the batches instead
+- ``nodes``, the pages of crawl paths that credit flows back along, stay with the worker that
+  fetched them (sharing them would mean a Redis read per page fetched, on the hot path). Credit owed to a page another worker fetched travels in the batches instead
   (``credit_elsewhere``: page URL, change, hops left): every worker reads it, the one that holds
   the page applies it (``LinkRewardLearner.credit``) and pushes the training it caused with its
   next batch. A hub is credited for all its children, whoever fetched them, a period or two late.
