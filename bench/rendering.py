@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from focuscrawl.commands.demo import DemoRun  # noqa: E402
 from focuscrawl.commands.evaluate import crawl_command  # noqa: E402
 from focuscrawl.politeness.audit import load_log  # noqa: E402
-from focuscrawl.rendering.browser import browser_memory_mb  # noqa: E402
+from focuscrawl.rendering.chromium import browser_memory_mb  # noqa: E402
 from focuscrawl.replay import RecordedWeb, ReplayProxy  # noqa: E402
 from focuscrawl.urls import host_key  # noqa: E402
 from summary import markdown_table  # noqa: E402

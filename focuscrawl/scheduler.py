@@ -43,6 +43,7 @@ from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
 from focuscrawl.backends import BackendUnavailable, CrawlBackend, backend_class
 from focuscrawl.config import ConfigError, FocusConfig
+from focuscrawl.crawl_view import CrawlView
 from focuscrawl.extras import MissingExtra
 from focuscrawl.frontier import Entry
 from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
@@ -142,6 +143,7 @@ class FocusScheduler:
                           apply_robots=lambda host: self.robots.apply(host, self.gate.robots[host]),
                           use_learner=self._use_learner, use_strategy=self._use_strategy)
         self.admission.seen = self.backend.seen  # a resumed crawl's
+        sig.send_catch_log(focus_signals.crawl_view, view=CrawlView(self))
         # What exists now (Scrapy, Twisted, the models: ~170,000 objects) lives as long as the
         # crawl: frozen, it is left out of the garbage collector's full passes, which otherwise
         # stall the reactor ~100 ms each (every host's next request late by as much).

@@ -47,3 +47,7 @@ render_judged = object()
 #: Args: page (the URL rendered), url, method, status (None when refused or failed), resource
 #: (the browser's resource type), blocked (why it was refused, or None). The request log writes it.
 render_loaded = object()
+
+#: The scheduler opened. Args: view (focuscrawl.crawl_view.CrawlView: what it shows of itself,
+#: read-only). The live status reads the frontier and the hosts' politeness through it.
+crawl_view = object()

@@ -16,7 +16,7 @@ import warnings
 
 warnings.simplefilter("always")  # every warning, each time: the test looks for scrapy-splash's
 
-from focuscrawl.rendering.splash_compat import install  # noqa: E402
+from focuscrawl.rendering.splash.compat import install  # noqa: E402
 
 install()  # before anything imports scrapy_splash
 
@@ -24,7 +24,7 @@ import scrapy  # noqa: E402
 from scrapy.crawler import CrawlerProcess  # noqa: E402
 from scrapy_splash import SplashRequest  # noqa: E402
 
-from focuscrawl.rendering import splash_compat  # noqa: E402
+from focuscrawl.rendering.splash import compat as splash_compat  # noqa: E402
 
 SPLASH_URL, SITE, OUT = sys.argv[1:4]
 JS = "document.title = 'seen by ' + document.querySelectorAll('a').length + ' links'; 1"

@@ -15,7 +15,8 @@ import lxml.html
 import pytest
 
 from focuscrawl.replay import ChangeMix, ChangingWeb, RecordedWeb, ReplayProxy, changing, freshness_report
-from focuscrawl.replay.changing import http_date, page_words, w3c_datetime
+from focuscrawl.replay.changing import page_words
+from focuscrawl.replay.validators import http_date, w3c_datetime
 
 EPOCH = 1_800_000_000.0
 HTML_TYPE = [("Content-Type", "text/html; charset=utf-8")]

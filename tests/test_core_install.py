@@ -26,7 +26,7 @@ OPTIONAL = ("playwright", "scrapy_playwright", "matplotlib", "redis")
 #: the modules only a feature of an extra imports (each raises MissingExtra on import)
 EXTRA_MODULES = {"focuscrawl.backends.shared", "focuscrawl.distributed.crawl", "focuscrawl.distributed.dedup",
                  "focuscrawl.distributed.frontier", "focuscrawl.distributed.learner_sync", "focuscrawl.distributed.seen",
-                 "focuscrawl.rendering.render_server"}
+                 "focuscrawl.rendering.server.app", "focuscrawl.rendering.server.pages"}
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from focuscrawl.distributed import learner_sync
 from focuscrawl.distributed.connection import Keys
 from focuscrawl.distributed.learner_sync import LearnerSync
 from focuscrawl.learning import LinkContext, LinkRewardLearner, link_features
+from focuscrawl.learning import delta
 from focuscrawl.learning.learner import _Yield
 
 WORDS = ("comet planet orbit star galaxy telescope nebula lunar solar course syllabus lecture homework exam "
@@ -57,9 +58,9 @@ def counts(target: LinkRewardLearner) -> dict:
 
 def assert_same_model(a: LinkRewardLearner, b: LinkRewardLearner) -> None:
     np.testing.assert_allclose(a.model.coef_, b.model.coef_, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(a.model._g2, b.model._g2, rtol=1e-6)
+    np.testing.assert_allclose(a.model.squared_gradients, b.model.squared_gradients, rtol=1e-6)
     assert counts(a) == counts(b)
-    assert [getattr(a.new_hosts, f) for f in _Yield.__slots__] == [getattr(b.new_hosts, f) for f in _Yield.__slots__]
+    assert delta.values(a.new_hosts) == delta.values(b.new_hosts)
     np.testing.assert_allclose(a.words.positive, b.words.positive, atol=1e-4)
     np.testing.assert_allclose(a.words.total, b.words.total, atol=1e-4)
     assert (a.words.is_word == b.words.is_word).all()
@@ -299,7 +300,7 @@ def test_the_first_worker_brings_what_it_learned_before_joining(worker):
 def test_a_word_count_that_moved_alone_reaches_the_others(worker, monkeypatch):
     """Word counts are compared where the weights moved; one that moved where no weight did (a
     link's label changed while its weight stood still) goes with the next full comparison."""
-    monkeypatch.setattr(learner_sync, "FULL_DIFF_EVERY", 3)
+    monkeypatch.setattr(delta, "FULL_DIFF_EVERY", 3)
     a, b = learner(), learner()
     sync_a, sync_b = worker("a"), worker("b")
     sync_a.sync(a)

@@ -318,7 +318,7 @@ IN_PROCESS = textwrap.dedent('''
         seen["mid"] = everything(status)
         if frontier_url:
             return  # its queues are in Redis: nothing to read the slow way here
-        scheduler = status.scheduler()
+        scheduler = crawler.engine._slot.scheduler  # the status' view hides it: the test reads it directly
         # every entry of the frontier, read the slow way: the best of each host, and why the scheduler
         # would say it chose the URL (its explanation at release)
         best, why = {}, {}

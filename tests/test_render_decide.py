@@ -10,7 +10,8 @@ from hypothesis import given, settings, strategies as st
 
 from focuscrawl.parsing import parse_html
 from focuscrawl.parsing.appshell import AppSignals
-from focuscrawl.rendering.browser import ResourceCache, proxy_script
+from focuscrawl.rendering.browser.guard import ResourceCache
+from focuscrawl.rendering.chromium import proxy_script
 from focuscrawl.rendering.decide import RenderHosts, gained, shell_reason
 from focuscrawl.safety import NetworkPolicy
 

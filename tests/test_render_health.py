@@ -67,7 +67,7 @@ def test_timeouts_are_told_from_other_failures():
 
 
 def test_scrapy_playwrights_failed_render_is_one_line():
-    from focuscrawl.rendering.browser import _OneLine
+    from focuscrawl.rendering.browser.handler import _OneLine
 
     try:
         raise TimeoutError("Timeout 2000ms exceeded.")

@@ -20,8 +20,9 @@ from scrapy import Selector
 pytest.importorskip("playwright")
 pytest.importorskip("aiohttp")
 
-from focuscrawl.rendering import render_server  # noqa: E402
-from focuscrawl.rendering.render_server import RenderOptions, ServerThread  # noqa: E402
+from focuscrawl.rendering.server import options as render_options  # noqa: E402
+from focuscrawl.rendering.server.app import ServerThread  # noqa: E402
+from focuscrawl.rendering.server.options import RenderOptions  # noqa: E402
 from focuscrawl.safety import NetworkPolicy  # noqa: E402
 from tests.render_site import LINKS, Site  # noqa: E402
 
@@ -287,30 +288,30 @@ def test_http_proxy_in_the_environment_is_used_by_default(site):
 
 
 def test_proxy_urls_are_read_as_splash_reads_them():
-    assert render_server.parse_proxy("127.0.0.1") == {"server": "http://127.0.0.1:1080", "bypass": "<-loopback>"}
-    assert render_server.parse_proxy("socks5://user:p%40ss@proxy.example:9050") == {
+    assert render_options.parse_proxy("127.0.0.1") == {"server": "http://127.0.0.1:1080", "bypass": "<-loopback>"}
+    assert render_options.parse_proxy("socks5://user:p%40ss@proxy.example:9050") == {
         "server": "socks5://proxy.example:9050", "bypass": "<-loopback>", "username": "user", "password": "p@ss"}
     for bad in ("ftp://proxy:21", "http://proxy:99999", "http://proxy/path", "http://"):
         with pytest.raises(ValueError):
-            render_server.parse_proxy(bad)
+            render_options.parse_proxy(bad)
 
 
 def test_the_environment_proxy_follows_the_scheme_and_no_proxy():
     env = {"HTTP_PROXY": "http://10.1.1.1:3128", "all_proxy": "http://10.2.2.2:8080", "no_proxy": "intranet.example"}
-    proxies = render_server.environment_proxies(env)
+    proxies = render_options.environment_proxies(env)
     assert proxies["http"]["server"] == "http://10.1.1.1:3128"
     assert proxies["https"]["server"] == "http://10.2.2.2:8080"  # all_proxy covers the rest
     assert proxies["http"]["bypass"] == "intranet.example,<-loopback>"
-    assert render_server.environment_proxies({"http_proxy": "http://p:1", "no_proxy": "*"}) == {}
+    assert render_options.environment_proxies({"http_proxy": "http://p:1", "no_proxy": "*"}) == {}
     with pytest.raises(ValueError, match="http_proxy"):
-        render_server.environment_proxies({"http_proxy": "gopher://p:70"})
+        render_options.environment_proxies({"http_proxy": "gopher://p:70"})
 
     def options(proxy=None, url="http://a.example/"):
         return RenderOptions(endpoint="render.html", url=url, proxy=proxy)
-    assert render_server.choose_proxy(options(), proxies) is proxies["http"]
-    assert render_server.choose_proxy(options(url="https://a.example/"), proxies) is proxies["https"]
-    assert render_server.choose_proxy(options("none"), proxies) is None
-    assert render_server.choose_proxy(options("http://127.0.0.1:9"), proxies)["server"] == "http://127.0.0.1:9"
+    assert render_options.choose_proxy(options(), proxies) is proxies["http"]
+    assert render_options.choose_proxy(options(url="https://a.example/"), proxies) is proxies["https"]
+    assert render_options.choose_proxy(options("none"), proxies) is None
+    assert render_options.choose_proxy(options("http://127.0.0.1:9"), proxies)["server"] == "http://127.0.0.1:9"
 
 
 # --- the pool and the browser ---------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``scrapy render-server`` refuses private networks as the crawl does (``rendering.server_rules``):
+"""``scrapy render-server`` refuses private networks as the crawl does (``rendering.network_rules``):
 a local HTTP server on 127.0.0.1 stands in for an internal service, a page server on 127.0.0.2
 (allowed, as a public site would be) links, redirects and loads subresources there; the internal
 service must see no request at all."""
@@ -22,7 +22,7 @@ import pytest
 pytest.importorskip("playwright")
 pytest.importorskip("aiohttp")
 
-from focuscrawl.rendering.render_server import ServerThread  # noqa: E402
+from focuscrawl.rendering.server.app import ServerThread  # noqa: E402
 from focuscrawl.safety import NetworkPolicy  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"

@@ -1,4 +1,4 @@
-"""The render service of FOCUS_RENDER_BACKEND=splash: its answers judged (``rendering.service``), and
+"""The render service of FOCUS_RENDER_BACKEND=splash: its answers judged (``rendering.splash.watch``), and
 a SPLASH_URL that answers _ping but renders with something that is not Splash stopping the crawl
 with one line."""
 
@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from focuscrawl.rendering.service import is_splash_answer
+from focuscrawl.rendering.splash.watch import is_splash_answer
 
 from .conftest import run_scrapy
 

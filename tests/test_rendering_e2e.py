@@ -17,7 +17,7 @@ import pytest
 
 from focuscrawl.demo.responses import response
 from focuscrawl.politeness.audit import audit_report, load_log
-from focuscrawl.rendering.browser import browser_pids
+from focuscrawl.rendering.chromium import browser_pids
 from focuscrawl.replay import RecordedWeb, ReplayProxy
 
 from .conftest import run_scrapy

@@ -1,4 +1,4 @@
-"""scrapy-splash 0.11.1 works on current Scrapy through focuscrawl.rendering.splash_compat, and a
+"""scrapy-splash 0.11.1 works on current Scrapy through focuscrawl.rendering.splash.compat, and a
 real scrapy-splash crawl renders a JavaScript-built page through ``scrapy render-server``.
 
 ``install()`` patches scrapy-splash's classes for the whole process, so every check runs in a
@@ -63,7 +63,7 @@ try:
     plain = "ok"
 except ImportError as exc:
     plain = str(exc)
-from focuscrawl.rendering import splash_compat
+from focuscrawl.rendering.splash import compat as splash_compat
 first, second = splash_compat.install(), splash_compat.install()
 import scrapy_splash
 from scrapy.utils.misc import load_object
@@ -93,7 +93,7 @@ print(json.dumps({"plain": plain, "first": first, "second": second, "settings": 
 def test_the_patched_middlewares_fit_current_scrapy():
     answer = run_python("""
 import inspect, json
-from focuscrawl.rendering.splash_compat import install
+from focuscrawl.rendering.splash.compat import install
 install()
 import scrapy_splash
 from scrapy_splash.middleware import SafeRobotsTxtMiddleware
@@ -144,7 +144,7 @@ for cls in (splash, cookies):
     cls.process_request, cls.process_response = Fixed.process_request, Fixed.process_response
 SafeRobotsTxtMiddleware.process_request = Fixed.robots
 before = {name: getattr(splash, name) for name in ("_get_slot_key", "process_request", "process_response")}
-from focuscrawl.rendering.splash_compat import install
+from focuscrawl.rendering.splash.compat import install
 patched = install()
 print(json.dumps({"patched": patched, "untouched": all(getattr(splash, k) is v for k, v in before.items())}))
 """)

@@ -16,8 +16,7 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from focuscrawl.commandbase import CommandError, FocusCommand
-from focuscrawl.commands.explain import CHECKPOINT_FILE
-from focuscrawl.commands.explain import Command as Explain
+from focuscrawl.commands.explain import CHECKPOINT_FILE, load_checkpoint
 from focuscrawl.commands.replay import parse_port
 from focuscrawl.store import CrawlStore, StoreError, resolve_store_path
 from focuscrawl.urls import canonicalize, host_key
@@ -146,7 +145,7 @@ def frontier_view(checkpoint: str, top: int = TOP):
     from focuscrawl.observe.console_sources import FrontierView
     from focuscrawl.observe.explanation import waiting_explanation
 
-    state = Explain._load_checkpoint(checkpoint)
+    state = load_checkpoint(checkpoint)
     learner, strategy = state.state["learner"], state.state.get("strategy")
     done = state.done
     try:

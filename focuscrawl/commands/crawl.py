@@ -2,7 +2,7 @@
 (``focuscrawl.preflight``): a missing model, an empty seeds file, a Redis nobody runs, a browser
 that is not there or a bad setting is one clear line each, exit code 2, rather than a traceback.
 A crawl stopped for a configuration found wrong once it ran (a ``SPLASH_URL`` that is not Splash:
-``rendering.service``) exits with 2 as well."""
+``rendering.splash.watch``) exits with 2 as well."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from scrapy.commands import ScrapyHelpFormatter
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from focuscrawl import preflight
-from focuscrawl.rendering.service import ERROR_STAT
-from focuscrawl.rendering.service import FINISH_REASON as RENDER_SERVICE_NOT_SPLASH
+from focuscrawl.rendering.splash.watch import ERROR_STAT
+from focuscrawl.rendering.splash.watch import FINISH_REASON as RENDER_SERVICE_NOT_SPLASH
 from focuscrawl.spiders.focused import arguments_help
 
 #: finish reasons that are a configuration found wrong while crawling

@@ -35,6 +35,25 @@ CHECKPOINT_FILE = "focus-frontier.pickle"  # focuscrawl.scheduler.CHECKPOINT_FIL
 DEFAULT_TOP = 3
 
 
+def load_checkpoint(path: str) -> Checkpoint:
+    """The crawl's checkpoint, read as a resumed crawl reads it (``scrapy explain``, the console);
+    CommandError, in one line, when it cannot be read or is not a focuscrawl frontier's."""
+    try:
+        checkpoint = read_checkpoint(os.path.dirname(path))
+    except JobDirError as exc:
+        cause = exc.__cause__ or exc
+        if isinstance(cause, OSError):
+            raise CommandError(f"cannot read the frontier checkpoint {path}: {cause.strerror or cause}") from None
+        reason = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+        raise CommandError(f"{path} is not a usable frontier checkpoint ({reason})") from None
+    state = checkpoint.state
+    learner = state.get("learner") if isinstance(state, dict) else None
+    if (not isinstance(state, dict) or not isinstance(state.get("entries"), list)
+            or not all(hasattr(learner, name) for name in ("score", "explain", "hosts"))):
+        raise CommandError(f"{path} is not a focuscrawl frontier checkpoint")
+    return checkpoint
+
+
 class Command(FocusCommand):
     requires_project = False
     requires_crawler_process = False
@@ -146,26 +165,8 @@ class Command(FocusCommand):
                 for url, pages in found.items()}
 
     # --- the frontier checkpoint --------------------------------------------------------------
-    @staticmethod
-    def _load_checkpoint(path: str) -> Checkpoint:
-        """The crawl's checkpoint, read as a resumed crawl reads it."""
-        try:
-            checkpoint = read_checkpoint(os.path.dirname(path))
-        except JobDirError as exc:
-            cause = exc.__cause__ or exc
-            if isinstance(cause, OSError):
-                raise CommandError(f"cannot read the frontier checkpoint {path}: {cause.strerror or cause}") from None
-            reason = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
-            raise CommandError(f"{path} is not a usable frontier checkpoint ({reason})") from None
-        state = checkpoint.state
-        learner = state.get("learner") if isinstance(state, dict) else None
-        if (not isinstance(state, dict) or not isinstance(state.get("entries"), list)
-                or not all(hasattr(learner, name) for name in ("score", "explain", "hosts"))):
-            raise CommandError(f"{path} is not a focuscrawl frontier checkpoint")
-        return checkpoint
-
     def _from_checkpoint(self, path: str, urls: list[str], top: int) -> dict[str, dict | None]:
-        checkpoint = self._load_checkpoint(path)
+        checkpoint = load_checkpoint(path)
         learner = checkpoint.state["learner"]
         # a classic strategy (FOCUS_STRATEGY) set the priorities: it says what they came from
         strategy = checkpoint.state.get("strategy")
@@ -209,7 +210,7 @@ class Command(FocusCommand):
     def _from_revisit_plan(self, path: str, urls: list[str]) -> dict[str, str | None]:
         """What a continuous crawl's revisit plan (FOCUS_RECRAWL) knows and intends for each URL:
         its change rate, interval, weight, last visit, next revisit."""
-        revisits = self._load_checkpoint(path).state.get("revisits")
+        revisits = load_checkpoint(path).state.get("revisits")
         if revisits is None:
             return {url: None for url in urls}
         now = time.time()

@@ -1,8 +1,8 @@
 """``scrapy render-server``: Splash's HTTP API on Playwright and Chromium, until SIGINT or SIGTERM.
 
-scrapy-splash code points ``SPLASH_URL`` at it (with ``focuscrawl.rendering.splash_compat`` for
+scrapy-splash code points ``SPLASH_URL`` at it (with ``focuscrawl.rendering.splash.compat`` for
 current Scrapy) and renders with a current browser, no Docker, no QtWebKit. What it serves and
-how: ``focuscrawl/rendering/render_server.py``.
+how: ``focuscrawl/rendering/server/``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 
 from focuscrawl.commandbase import CommandError, FocusCommand
 
-LOGGER = "focuscrawl.rendering.render_server"
+LOGGER = "focuscrawl.rendering.server"
 
 
 def parse_port(value) -> int:
@@ -43,7 +43,7 @@ def parse_positive(option: str, value, kind=float):
 
 def find_browser(value: str | None) -> str | None:
     """The Chromium to launch: --browser, else Debian's, else None (Playwright's own download)."""
-    from focuscrawl.rendering.render_server import DEFAULT_BROWSER
+    from focuscrawl.rendering.server.options import DEFAULT_BROWSER
 
     if value:
         path = value if os.path.exists(value) else shutil.which(value)
@@ -104,7 +104,7 @@ class Command(FocusCommand):
         port = parse_port(opts.port)
         max_contexts = parse_positive("--max-contexts", opts.max_contexts, int)
         max_timeout = parse_positive("--max-timeout", opts.max_timeout)
-        from focuscrawl.rendering.render_server import RenderServer, serve  # MissingExtra without the render extra
+        from focuscrawl.rendering.server.app import RenderServer, serve  # MissingExtra without the render extra
         from playwright.async_api import Error as PlaywrightError
         browser = find_browser(opts.browser)
         from focuscrawl.safety import NetworkPolicy

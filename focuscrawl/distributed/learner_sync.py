@@ -5,15 +5,16 @@ Every worker keeps its own ``LinkRewardLearner`` and scores and trains on it alo
 (scoring every link, training on every page) never waits for Redis nor for a lock. Every
 ``period`` seconds ``maybe_sync`` does one exchange:
 
-- **push** what changed here since the last push, as one batch: the weights that moved (sparse
+- **push** what changed here since the last push (the learner's ``changes.take()``: see
+  ``focuscrawl.learning.delta``), as one batch (``learner_batch``): the weights that moved (sparse
   indices and float64 deltas), AdaGrad's squared-gradient sums at the same indices, the yield
   counts per host, path prefix and parent page, the new-hosts prior, and the link word counts when
   the crawl learns its links' words. Everything is a sum of increments, so the merged learner is
   the sum of every worker's deltas whatever order they arrive in; a batch is as large as what
   changed, not as the model;
-- **pull** every other worker's batches since the last one read, and add them: the stream is read
-  from where this worker stopped, its own batches left out (Redis filters them, so they are not
-  sent back), a batch sent twice (a retry after a lost reply) applied once.
+- **pull** every other worker's batches since the last one read, and add them (``changes.merge``):
+  the stream is read from where this worker stopped, its own batches left out (Redis filters
+  them, so they are not sent back), a batch sent twice (a retry after a lost reply) applied once.
 
 Push and pull are one Lua script, one round trip (bench/learner_sync.py measures it). A worker
 sees another's learning one to two periods late: bounded staleness, in exchange for no
@@ -27,9 +28,8 @@ worker's links would be stepped on by N learning rates that each decay N times s
 
 What is not shared, and why:
 
-- ``nodes``, the pages of crawl paths that credit flows back along (``_credit_ancestors``), stay
-  with the worker that fetched them (sharing them would mean a Redis read per page fetched, on the
-  hot path). Credit owed to a page another worker fetched travels in the batches instead
+- ``nodes``, the pages of crawl paths that credit flows back along, stay with the worker that
+  fetched them (sharing them would mean a Redis read per page fetched, on the hot path). Credit owed to a page another worker fetched travels in the batches instead
   (``credit_elsewhere``: page URL, change, hops left): every worker reads it, the one that holds
   the page applies it (``LinkRewardLearner.credit``) and pushes the training it caused with its
   next batch. A hub is credited for all its children, whoever fetched them, a period or two late.
@@ -49,8 +49,8 @@ scripts trim exactly (not ``XADD MAXLEN ~``) and keep the newest id they trimmed
 floor): a reader whose last id is older knows it missed entries. ``MAX_ENTRIES`` caps the stream
 should snapshots stop being written. Needs Redis 6.2 (exclusive ranges, ``XTRIM MINID``).
 
-A worker keeps the arrays as of its last sync to find what moved: ~17 MB (2**20 weights and
-squared-gradient sums), ~26 MB when it learns words.
+A worker's learner keeps the arrays as of its last sync to find what moved: ~17 MB (2**20
+weights and squared-gradient sums), ~26 MB when it learns words.
 
 A failed sync (Redis down or slow) logs a warning and is retried a period later (later still
 while it keeps failing) with what it had to send: the crawl goes on with its local learner
@@ -60,18 +60,11 @@ its correctness does not depend on it.
 
 from __future__ import annotations
 
-import json
 import logging
-import operator
 import os
-import struct
-from collections.abc import Iterable
 
-import numpy as np
-
-from focuscrawl.bounded import drop_oldest
 from focuscrawl.distributed.connection import redis_module
-from focuscrawl.learning.learner import UNSEEN_HOST_EVIDENCE, _Yield
+from focuscrawl.distributed.learner_batch import decode, encode
 
 redis = redis_module()
 
@@ -87,23 +80,11 @@ SNAPSHOT_EVERY = 256
 MAX_ENTRIES = 4 * SNAPSHOT_EVERY
 #: stream entries read per round trip: a worker far behind catches up over a few calls
 READ_CHUNK = 128
-#: syncs between full comparisons of the link word counts with their last pushed state (the others
-#: compare them only where the weights moved: see ``LearnerSync._arrays``)
-FULL_DIFF_EVERY = 16
 #: the longest wait between attempts while Redis keeps failing: each attempt may hold the reactor
 #: for the client's timeouts and retries, so failures space the attempts out, doubling from a period
 MAX_BACKOFF = 30.0
 #: how long a worker may take to write a snapshot before another may try
 SNAPSHOT_CLAIM_MS = 30_000
-#: the batch format; a batch of another is skipped with a warning (a worker of another release)
-FORMAT = 1
-
-#: the learner's place tables whose yield counts are shared
-TABLES = ("hosts", "prefixes", "children")
-#: the counts a place holds
-FIELDS = tuple(_Yield.__slots__)
-_FIELD_INDEX = {name: i for i, name in enumerate(FIELDS)}
-_HEAD = struct.Struct("<I")
 
 _LUA_IDS = """
 local function parse(id)
@@ -177,141 +158,6 @@ def _id(value: bytes | str) -> tuple[int, int]:
     return int(ms), int(seq)
 
 
-class _Counts(_Yield):
-    """A place's yield counts that note, as the learner changes them, by how much: the next push
-    sends the sum. Set through ``_SETTERS`` (remote counts, new places), they are not noted."""
-
-    __slots__ = ("_key", "_changes")
-
-    def __setattr__(self, name: str, value) -> None:
-        index = _FIELD_INDEX.get(name)
-        if index is not None:
-            change = self._changes.get(self._key)
-            if change is None:
-                change = self._changes[self._key] = [0] * len(FIELDS)
-            change[index] += value - getattr(self, name)
-        object.__setattr__(self, name, value)
-
-    def __reduce__(self):
-        # a checkpoint holds plain counts, loadable without this module's bookkeeping
-        return _plain_counts, _values(self)
-
-
-# the counts' slots, read and written without the notes (new places are many: a place a page)
-_values = operator.attrgetter(*FIELDS)
-_SETTERS = tuple(getattr(_Yield, name).__set__ for name in FIELDS)
-_set_key, _set_changes = _Counts._key.__set__, _Counts._changes.__set__
-
-
-def _plain_counts(*values) -> _Yield:
-    out = _Yield()
-    for setter, value in zip(_SETTERS, values):
-        setter(out, value)
-    return out
-
-
-def _counts(key, changes: dict, values: Iterable) -> _Counts:
-    out = _Counts.__new__(_Counts)
-    _set_key(out, key)
-    _set_changes(out, changes)
-    for setter, value in zip(_SETTERS, values):
-        setter(out, value)
-    return out
-
-
-class _Table(dict):
-    """One of the learner's place tables. The learner adds a place as a plain ``_Yield`` and
-    counts on it at once: those are noted here and become ``_Counts`` at the next sync; reads
-    (every link scored) are dict's own."""
-
-    __slots__ = ("changes", "new")
-
-    def __init__(self, items: Iterable = ()) -> None:
-        super().__init__()
-        self.changes: dict = {}  # key -> [delta per field] not pushed yet
-        self.new: list = []  # (key, plain _Yield) added by the learner since the last sync
-        for key, stats in items:
-            dict.__setitem__(self, key, _counts(key, self.changes, _values(stats)))
-
-    def __setitem__(self, key, value) -> None:
-        if type(value) is not _Counts:
-            self.new.append((key, value))
-        dict.__setitem__(self, key, value)
-
-    def settle(self) -> None:
-        """Note the places added since the last sync (their counts so far are this worker's) and
-        make them ``_Counts``, so their later counts are noted as they change."""
-        changes, get = self.changes, self.changes.get
-        for key, stats in self.new:
-            values = _values(stats)
-            change = get(key)
-            if change is None:
-                changes[key] = list(values)
-            else:  # the place was pushed out (``max_nodes``) and came back
-                change[:] = map(operator.add, change, values)
-            if dict.get(self, key) is stats:
-                dict.__setitem__(self, key, _counts(key, changes, values))
-        self.new.clear()
-
-    def add(self, keys: list, flat: list, limit: int | None) -> None:
-        """Another worker's counts (``flat``: ``len(FIELDS)`` a key), not noted as this worker's; a
-        new place beyond ``limit`` places pushes out the oldest, as the learner does."""
-        width, changes, get = len(FIELDS), self.changes, dict.get
-        for i, key in enumerate(keys):
-            delta = flat[i * width:(i + 1) * width]
-            stats = get(self, key)
-            if stats is None:
-                dict.__setitem__(self, key, _counts(key, changes, delta))
-                if limit is not None:
-                    drop_oldest(self, limit)
-            else:
-                for setter, value, now in zip(_SETTERS, delta, _values(stats)):
-                    setter(stats, now + value)
-
-    def reset(self) -> None:
-        dict.clear(self)
-        self.changes.clear()
-        self.new.clear()
-
-    def __reduce__(self):
-        return dict, (dict(self),)
-
-
-class _Batch:
-    """The wire form of a batch or a snapshot: a JSON header (origin, seq, the counts' keys and
-    deltas, small sums) and numpy arrays, bytes after bytes. A snapshot is a batch applied to an
-    empty learner."""
-
-    ARRAYS = (("idx", np.uint32), ("w_delta", np.float64), ("g2_delta", np.float32), ("t_positive", np.float32),
-              ("t_total", np.float32), ("t_words", np.uint32))
-
-    def __init__(self, header: dict, arrays: dict[str, np.ndarray]):
-        self.header = header
-        self.arrays = arrays
-
-    def encode(self) -> bytes:
-        parts, sizes = [], []
-        for name, dtype in self.ARRAYS:
-            array = np.ascontiguousarray(self.arrays.get(name, np.zeros(0, dtype)), dtype=dtype)
-            parts.append(array.tobytes())
-            sizes.append(len(array))
-        head = json.dumps({**self.header, "v": FORMAT, "sizes": sizes}, separators=(",", ":")).encode()
-        return _HEAD.pack(len(head)) + head + b"".join(parts)
-
-    @classmethod
-    def decode(cls, blob: bytes) -> _Batch | None:
-        """The batch; None for a batch of another format."""
-        (size,) = _HEAD.unpack_from(blob)
-        header = json.loads(blob[_HEAD.size:_HEAD.size + size])
-        if header.get("v") != FORMAT:
-            return None
-        offset, arrays = _HEAD.size + size, {}
-        for (name, dtype), count in zip(cls.ARRAYS, header["sizes"]):
-            arrays[name] = np.frombuffer(blob, dtype=dtype, count=count, offset=offset)
-            offset += count * np.dtype(dtype).itemsize
-        return cls(header, arrays)
-
-
 class LearnerSync:
     """This worker's side of the shared learner. ``client``: a redis-py client that returns bytes
     (``connection.connect``'s); ``keys``: the crawl's ``Keys``; ``worker_id``: a name for logs
@@ -343,7 +189,6 @@ class LearnerSync:
         self.seq = 0  # this worker's batches pushed
         self.unsent: tuple[int, bytes] | None = None  # a batch whose push has not been acknowledged
         self.failures = 0  # syncs failed in a row
-        self._diffs = 0  # batches taken
         self.stats = {"syncs": 0, "failed": 0, "pushed_bytes": 0, "batches_applied": 0, "observations_applied": 0,
                       "snapshots_written": 0, "joins": 0, "credit_applied": 0}
 
@@ -379,11 +224,11 @@ class LearnerSync:
     def sync(self, learner) -> None:
         """One exchange now (``maybe_sync`` paces them). Raises Redis' errors."""
         if learner is not self.learner:  # the first sync, or a learner restored from a checkpoint
-            self._attach(learner)
+            self.learner = learner
+            learner.track_changes()
+            self.joined = False
         if not self.joined:
             self._join()
-        for table in self._tables:
-            table.settle()
         if self.unsent is None:
             self.unsent = self._take_batch()
         batches = [] if self.unsent is None else [self.origin, str(self.unsent[0]), self.unsent[1]]
@@ -409,34 +254,6 @@ class LearnerSync:
                 self._write_snapshot()
 
     # --- joining ----------------------------------------------------------------------------------
-    def _attach(self, learner) -> None:
-        """Track the learner's changes: its place tables note what the learner counts, and the
-        arrays are compared with their state at the last sync (``_base``)."""
-        self.learner = learner
-        for name in TABLES:
-            table = getattr(learner, name)
-            if not isinstance(table, _Table):
-                setattr(learner, name, _Table(table.items()))
-        self._tables = [getattr(learner, name) for name in TABLES]
-        self._new_changes: dict = {}
-        learner.new_hosts = _counts("new", self._new_changes, _values(learner.new_hosts))
-        if learner.credit_elsewhere is None:
-            learner.credit_elsewhere = {}
-        self.joined = False
-
-    def _rebase(self) -> None:
-        """What the learner holds now is shared: the next push sends only what changes after."""
-        learner, words = self.learner, self.learner.words
-        self._base = {"coef": learner.model.coef_.copy(), "g2": learner.model._g2.copy(),
-                      "observations": learner.observations}
-        if learner.learn_words:
-            self._base.update(positive=words.positive.copy(), total=words.total.copy(), is_word=words.is_word.copy(),
-                              links=(words.links, words.positive_links))
-        for table in self._tables:
-            table.settle()  # places added since are tracked from now on
-            table.changes.clear()
-        self._new_changes.clear()
-
     def _join(self) -> None:
         """Take the crawl's shared learner over (the snapshot, then the stream after it), or, where
         there is none yet, make this one the crawl's."""
@@ -447,41 +264,21 @@ class LearnerSync:
                 self.seen = {self.origin: self.seq}
                 if self._put_snapshot("0-0", 0):
                     self.last_id, self.last_n = "0-0", 0
-                    self._rebase()
+                    self.learner.changes.mark()
                     self.joined = True
                     return
                 continue  # another worker's came first
-            taken = _Batch.decode(snapshot)
+            taken = decode(snapshot)
             if taken is None:  # written by another release: this worker keeps its learner to itself
                 raise redis.RedisError("the crawl's learner snapshot in Redis is of another format")
-            self._adopt(taken)
+            state, header = taken
+            self.learner.changes.replace(state)
+            self.last_id, self.last_n = header["id"], header["n"]
+            self.seen = dict(header["seen"])
             if self._drain():
                 self.joined = True
                 return
         raise redis.RedisError("the learner's shared stream was trimmed faster than it could be read")
-
-    def _adopt(self, snapshot: _Batch) -> None:
-        """Replace the learner's shared state by the snapshot's."""
-        learner = self.learner
-        model = learner.model
-        model.coef_.fill(0.0)
-        model._g2.fill(1.0)
-        for table in self._tables:
-            table.reset()
-        for setter in _SETTERS:
-            setter(learner.new_hosts, 0)
-        if learner.learn_words:
-            words = learner.words
-            words.positive.fill(0.0)
-            words.total.fill(0.0)
-            words.is_word.fill(False)
-            words.links = words.positive_links = 0.0
-        self._rebase()
-        self._apply(snapshot)
-        header = snapshot.header
-        self.last_id, self.last_n = header["id"], header["n"]
-        self.seen = dict(header["seen"])
-        learner.version += 1
 
     def _drain(self) -> bool:
         """Read the stream after the snapshot taken over, this worker's own batches too (those it
@@ -501,76 +298,21 @@ class LearnerSync:
             else:
                 # it never reached the stream: the snapshot replaced the learning it carried, so
                 # it is applied here again, and sent at the next sync
-                self._apply(_Batch.decode(self.unsent[1]))
+                self._merge(decode(self.unsent[1])[0])
         self.seen[self.origin] = self.seq
         return True
 
-    # --- pushing ----------------------------------------------------------------------------------
+    # --- pushing and pulling ----------------------------------------------------------------------
     def _take_batch(self) -> tuple[int, bytes] | None:
         """This worker's changes since the last push, as a batch; None when nothing changed. What it
         holds counts as pushed from now on (``unsent`` keeps it until Redis took it)."""
-        learner, base = self.learner, self._base
-        moved = np.flatnonzero(learner.model.coef_ != base["coef"])
-        self._diffs += 1
-        if "positive" in base and self._diffs % FULL_DIFF_EVERY == 0:
-            words = learner.words
-            counted = np.flatnonzero((words.positive != base["positive"]) | (words.total != base["total"]))
-            moved = np.union1d(moved, counted)
-        header: dict = {"obs": learner.observations - base["observations"]}
-        base["observations"] = learner.observations
-        arrays: dict = {}
-        changed = bool(len(moved))
-        if changed:
-            arrays["idx"] = moved
-            for name, current, old in self._arrays():
-                arrays[name] = current[moved] - old[moved]
-                old[moved] = current[moved]
-        for name, table in zip(TABLES, self._tables):
-            deltas = {key: change for key, change in table.changes.items() if any(change)}
-            table.changes.clear()
-            if deltas:
-                header[name] = [list(deltas), [v for change in deltas.values() for v in change]]
-                changed = True
-        owed = learner.credit_elsewhere
-        if owed:
-            header["credit"] = [list(owed), [change for change, _ in owed.values()], [hops for _, hops in owed.values()]]
-            owed.clear()
-            changed = True
-        new = self._new_changes.pop("new", None)
-        if new is not None and any(new):
-            header["new"] = new
-            changed = True
-        if "positive" in base:
-            words = learner.words
-            marked = np.flatnonzero(words.is_word & ~base["is_word"])
-            links = (words.links - base["links"][0], words.positive_links - base["links"][1])
-            if len(marked) or any(links):
-                arrays["t_words"] = marked
-                base["is_word"][marked] = True
-                header["links"] = links
-                base["links"] = (words.links, words.positive_links)
-                changed = True
-        if not changed:
+        delta = self.learner.changes.take()
+        if delta is None:
             return None
         self.seq += 1
         self.seen[self.origin] = self.seq
-        header.update(o=self.origin, s=self.seq)
-        return self.seq, _Batch(header, arrays).encode()
+        return self.seq, encode(delta, o=self.origin, s=self.seq)
 
-    def _arrays(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
-        """The learner's arrays a batch carries at its indices: (name in a batch, the array, its
-        state at the last sync). The link word counts move where the weights do (a link whose words
-        are counted is a link trained), so the weights' moves find theirs; the rare count that moves
-        alone (a link's label changed while its weight stood still) waits for the next full
-        comparison of the counts, every FULL_DIFF_EVERY syncs."""
-        model, base = self.learner.model, self._base
-        out = [("w_delta", model.coef_, base["coef"]), ("g2_delta", model._g2, base["g2"])]
-        if "positive" in base:
-            words = self.learner.words
-            out += [("t_positive", words.positive, base["positive"]), ("t_total", words.total, base["total"])]
-        return out
-
-    # --- pulling ----------------------------------------------------------------------------------
     def _apply_entries(self, entries: list, own: bool) -> None:
         """Apply the entries read, each batch once, and move the learner's version when any was.
         ``own``: this worker's batches are in them (after a snapshot was taken over), to be applied
@@ -584,68 +326,26 @@ class LearnerSync:
             if seq <= self.seen.get(origin, 0) or (origin == self.origin and not own):
                 continue
             self.seen[origin] = seq
-            batch = _Batch.decode(entry[4])
+            batch = decode(entry[4])
             if batch is None:
                 logger.warning("skipped a learner batch of another format from %s", origin)
                 continue
-            self._apply(batch)
+            delta = batch[0]
+            self._merge(delta)
             self.stats["batches_applied"] += 1
-            self.stats["observations_applied"] += batch.header.get("obs", 0)
+            self.stats["observations_applied"] += delta.observations
             moved = True
         if moved:
-            self.learner.version += 1
+            self.learner.version += 1  # the frontier's scores are stale: the rescorer's cue
 
-    def _apply(self, batch: _Batch) -> None:
-        """Add a batch's deltas to the learner and to what it is compared with (``_base``): they
-        are not this worker's to push."""
-        learner, base, header, arrays = self.learner, self._base, batch.header, batch.arrays
-        idx = arrays["idx"]
-        for name, current, old in self._arrays() if len(idx) else ():
-            delta = arrays[name]
-            if len(delta) == len(idx):  # a batch of a worker that does not learn words has none
-                current[idx] += delta
-                old[idx] += delta
-        for name, table in zip(TABLES, self._tables):
-            if name in header:
-                table.add(*header[name], learner.max_nodes if name == "children" else None)
-        if "new" in header:
-            for setter, value, now in zip(_SETTERS, header["new"], _values(learner.new_hosts)):
-                setter(learner.new_hosts, now + value)
-            learner._unseen_host = learner.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
-        if "links" in header and "positive" in base:
-            words, marked = learner.words, arrays["t_words"]
-            words.is_word[marked] = True
-            base["is_word"][marked] = True
-            links, positive_links = header["links"]
-            words.links += links
-            words.positive_links += positive_links
-            base["links"] = (base["links"][0] + links, base["links"][1] + positive_links)
-        if "credit" in header:
-            # after the deltas: the training a credit causes here is this worker's, pushed next
-            for url, change, hops in zip(*header["credit"]):
-                self.stats["credit_applied"] += learner.credit(url, change, hops)
+    def _merge(self, delta) -> None:
+        self.stats["credit_applied"] += self.learner.changes.merge(delta)
 
     # --- snapshots --------------------------------------------------------------------------------
     def _snapshot(self, stream_id: str, n: int) -> bytes:
         """The learner's shared state as a batch to an empty learner, as of stream entry
         ``stream_id`` (every batch up to it is in it, none after)."""
-        learner = self.learner
-        model = learner.model
-        touched = (model.coef_ != 0.0) | (model._g2 != 1.0)
-        if learner.learn_words:
-            touched |= learner.words.total != 0.0
-        touched = np.flatnonzero(touched)
-        arrays = {"idx": touched, "w_delta": model.coef_[touched], "g2_delta": model._g2[touched] - 1.0}
-        header: dict = {"id": stream_id, "n": n, "seen": self.seen, "o": self.origin, "s": self.seq,
-                        "new": list(_values(learner.new_hosts))}
-        for name, table in zip(TABLES, self._tables):
-            header[name] = [list(table), [value for stats in table.values() for value in _values(stats)]]
-        if learner.learn_words:
-            words = learner.words
-            arrays.update(t_positive=words.positive[touched], t_total=words.total[touched],
-                          t_words=np.flatnonzero(words.is_word))
-            header["links"] = (words.links, words.positive_links)
-        return _Batch(header, arrays).encode()
+        return encode(self.learner.changes.state(), id=stream_id, n=n, seen=self.seen, o=self.origin, s=self.seq)
 
     def _put_snapshot(self, stream_id: str, n: int) -> bool:
         blob = self._snapshot(stream_id, n)

@@ -64,18 +64,24 @@ _COLUMN_FILL = {
 }
 
 
+def _check_arguments(default_rate: float, prior_weight: float, fade_below: float, min_interval: float,
+                     history_limit: int) -> None:
+    """ValueError for a plan's argument out of its range."""
+    if not (default_rate > 0 and math.isfinite(default_rate)):
+        raise ValueError("default_rate must be a positive number of changes per second")
+    if not (prior_weight >= 0 and fade_below >= 0 and min_interval >= 0):
+        raise ValueError("prior_weight, fade_below and min_interval must not be negative")
+    if not 1 <= history_limit <= 255:
+        raise ValueError("history_limit must be between 1 and 255")
+
+
 class RevisitPlan:
     """Revisit schedule of the pages a crawl keeps fresh (see the module docstring)."""
 
     def __init__(self, *, default_rate: float = DEFAULT_RATE, prior_weight: float = PRIOR_WEIGHT,
                  fade_below: float = FADE_BELOW, min_interval: float = MIN_INTERVAL,
                  history_limit: int = HISTORY_LIMIT):
-        if not (default_rate > 0 and math.isfinite(default_rate)):
-            raise ValueError("default_rate must be a positive number of changes per second")
-        if not (prior_weight >= 0 and fade_below >= 0 and min_interval >= 0):
-            raise ValueError("prior_weight, fade_below and min_interval must not be negative")
-        if not 1 <= history_limit <= 255:
-            raise ValueError("history_limit must be between 1 and 255")
+        _check_arguments(default_rate, prior_weight, fade_below, min_interval, history_limit)
         self.default_rate = default_rate
         self.prior_weight = prior_weight
         self.fade_below = fade_below

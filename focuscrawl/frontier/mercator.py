@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import heapq
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
+from focuscrawl.frontier.checkpoint import FrontierCheckpoint
 from focuscrawl.frontier.entries import decode, encode
 from focuscrawl.frontier.entry import Codec, Entry
 from focuscrawl.frontier.hostqueue import memory_queue
-from focuscrawl.frontier.records import FLAG, KEY, PACKED, in_full, read_stored, record_priority, record_version, \
-    renumber, restamp
+from focuscrawl.frontier.records import FLAG, KEY, PACKED, read_stored, record_priority, record_version, restamp
 from focuscrawl.frontier.rescoring import PackedRescorer, Rescorer, Restamper, background_pass
 from focuscrawl.frontier.storage import HostQueue, QueueFactory
 
@@ -72,7 +72,7 @@ class _Slot:
         self.wkey: float | None = None  # ready_at of the live item in the waiting heap
 
 
-class Frontier:
+class Frontier(FrontierCheckpoint):
     """Up to ``capacity`` entries (``prune_slack`` more before a prune), packed by ``codec`` when
     it can, in host queues made by ``queue_factory`` (one per host)."""
 
@@ -412,51 +412,3 @@ class Frontier:
         self._size -= len(out)
         self.pruned += len(out)
         return out
-
-    # --- checkpoint ---------------------------------------------------------------------------
-    def entries(self) -> Iterable[tuple[str, Entry]]:
-        for name, h in self._hosts.items():
-            q = h.q
-            for record in q.records():
-                yield name, decode(record, q, self._unpack)
-
-    def rich_entries(self) -> Iterator[tuple[str, Entry]]:
-        """The entries kept as objects (``stored`` leaves them out)."""
-        for name, h in self._hosts.items():
-            for entry in h.q.kept_entries():
-                yield name, entry
-
-    def stored(self) -> list[tuple[str, str, list[bytes], list[bytes]]]:
-        """``(host, prefix, loose records, deflated blocks)`` of each host with compact or packed
-        records (see ``HostQueue.stored``): what a checkpoint writes of them, nothing decoded,
-        unpacked or inflated; ``load`` puts them back, ``read_stored`` reads them."""
-        out = []
-        for name, h in self._hosts.items():
-            loose, blocks = h.q.stored()
-            if loose or blocks:
-                out.append((name, h.q.prefix, loose, blocks))
-        return out
-
-    def load(self, host: str, prefix: str, records: list[bytes], version: int) -> list[Entry]:
-        """Add records another frontier stored (``stored``, ``read_stored``) as they are, nothing
-        unpacked or packed again: under fresh seq numbers in their order (equal priorities keep
-        it) and ``version`` (-1: stale, re-scored as they surface). Returns the entries pruned to
-        stay within capacity, as ``push``."""
-        h = self._host(host)
-        q = h.q
-        if q.prefix is None:
-            q.prefix = sys.intern(prefix)
-        elif q.prefix != prefix:
-            records = [in_full(r, prefix) for r in records]
-        records = [renumber(r, self._next_seq(), version) for r in sorted(records)]
-        self._size += len(records)  # first: how the queue stores them may depend on it
-        deflate = self._deflate()
-        if q.size():
-            for record in records:
-                q.push(record, deflate)
-        else:
-            q.replace(records, deflate)
-        self._schedule(h)
-        if self._size > self.capacity * (1 + self.prune_slack):
-            return self.prune()
-        return []

@@ -16,19 +16,18 @@ duplicates) is a small negative reward, which lowers links like the ones that le
 
 from __future__ import annotations
 
-import math
-import zlib
 from collections.abc import Sequence
 
 import numpy as np
 
 from focuscrawl.bounded import drop_oldest
 from focuscrawl.config import DEFAULTS
+from focuscrawl.learning.delta import ChangeLog
 from focuscrawl.learning.link_words import LinkWordCounts
+from focuscrawl.learning.places import (UNSEEN, PathNode, Prior, Yield, dynamic_features, place_features, place_uncertainty,
+                                        sibling_features, sibling_uncertainty)
+from focuscrawl.learning.regressor import Features, OnlineLinearRegressor, Vector, is_vector, per_link
 from focuscrawl.urls import host_and_prefix, host_key, path_prefix
-
-Features = Sequence[tuple[str, float]]
-Vector = tuple[np.ndarray, np.ndarray]  # hashed feature indices and values
 
 WASTE_REWARD = -0.2
 
@@ -40,7 +39,7 @@ def page_reward(score: float | None, relevant: bool) -> float:
     if score is None:
         return WASTE_REWARD
     return 1.0 if relevant else 0.25 * float(score)
-#: The evidence that changes as the crawl goes (``_dynamic_at``), by name.
+#: The evidence that changes as the crawl goes (``places.dynamic_features``), by name.
 DYNAMIC_FEATURES = ("host_yield", "prefix_yield", "host_waste", "prefix_waste", "host_unseen", "sibling_yield",
                     "sibling_waste")
 #: How many fetches' worth of pooled evidence about new hosts an unseen host starts with.
@@ -60,148 +59,17 @@ VERSION_EVERY = 16
 #: costs recall.
 LINK_PRIORS = {True: {"link_score": 0.75, "parent_score": 0.25},
                False: {"link_score": 0.5, "parent_score": 0.5}}
+#: The weights the crawl starts from, besides LINK_PRIORS. A link on a seed page ("depth:1") starts
+#: at the worth of a relevant page: the user chose the seeds as ways into the topic's sites, their
+#: links are those sites' navigation, where the hubs are, and the learner lowers the weight as they
+#: turn out poor (on WebKB, simulated, this lifted course recall@1000 from 34% to 51%).
+STARTING_WEIGHTS = {"bias": 0.1, "seed": 0.6, "depth:1": 1.0, "host_yield": 0.3, "prefix_yield": 0.3,
+                    "sibling_yield": 0.3, "host_waste": -0.2, "prefix_waste": -0.2, "cross_host": -0.2,
+                    "host_unseen": -0.1}
 
 
-class OnlineLinearRegressor:
-    """Squared-loss linear regression by AdaGrad SGD over hashed sparse features.
-
-    Features are hashed once (``vectorise``) into the vectors the frontier keeps; ``fit_vector``
-    and ``predict_vector`` work on those. Per-feature learning rates suit sparse text-like
-    features that appear rarely; ``contributions`` gives each named feature's exact part of a
-    prediction, for explanations. Memory is fixed: ``2 ** bits`` weights.
-    """
-
-    def __init__(self, bits: int = 20, learning_rate: float = 0.2, l2: float = 1e-5,
-                 prior: dict[str, float] | None = None):
-        self.mask = (1 << bits) - 1
-        self.learning_rate = learning_rate
-        self.l2 = l2
-        self.coef_ = np.zeros(1 << bits, dtype=np.float64)
-        self._g2 = np.ones(1 << bits, dtype=np.float64)
-        for name, weight in (prior or {}).items():
-            self.coef_[self.index(name)] = weight
-
-    def index(self, name: str) -> int:
-        return zlib.crc32(name.encode("utf-8", "surrogatepass")) & self.mask
-
-    def vectorise(self, features: Features) -> Vector:
-        """Hashed, compact form of named features: what the frontier keeps for re-scoring."""
-        idx = np.fromiter((self.index(n) for n, _ in features), dtype=np.int32, count=len(features))
-        val = np.fromiter((v for _, v in features), dtype=np.float32, count=len(features))
-        return idx, val
-
-    def predict_vector(self, vector: Vector) -> float:
-        idx, val = vector
-        return float(self.coef_[idx] @ val)
-
-    def fit_vector(self, vector: Vector, target: float, weight: float = 1.0) -> None:
-        idx, val = vector
-        val = val.astype(np.float64)
-        error = float(self.coef_[idx] @ val) - target
-        grad = weight * error * val + self.l2 * self.coef_[idx]
-        np.add.at(self._g2, idx, grad * grad)
-        np.subtract.at(self.coef_, idx, self.learning_rate * grad / np.sqrt(self._g2[idx]))
-
-    def contributions(self, features: Features) -> list[tuple[str, float]]:
-        return [(name, float(self.coef_[self.index(name)] * value)) for name, value in features]
-
-    def __getstate__(self):
-        # most of the 2**bits weights are untouched: keep only those that moved
-        state = dict(self.__dict__)
-        touched = np.flatnonzero((self.coef_ != 0) | (self._g2 != 1))
-        state["coef_"] = (len(self.coef_), touched, self.coef_[touched], self._g2[touched])
-        del state["_g2"]
-        return state
-
-    def __setstate__(self, state):
-        size, touched, coef, g2 = state.pop("coef_")
-        self.__dict__.update(state)
-        self.coef_ = np.zeros(size, dtype=np.float64)
-        self._g2 = np.ones(size, dtype=np.float64)
-        self.coef_[touched], self._g2[touched] = coef, g2
-
-
-class _Yield:
-    """Fetched, relevant and wasted (404, error, useless) pages under one host, path prefix or
-    parent page."""
-
-    __slots__ = ("fetched", "relevant", "wasted")
-
-    def __init__(self) -> None:
-        self.fetched = 0
-        self.relevant = 0
-        self.wasted = 0
-
-    def rate(self) -> float:
-        # Beta(1, 3) prior: an unknown place is assumed to yield 25%
-        return (self.relevant + 1.0) / (self.fetched + 4.0)
-
-    def waste(self) -> float:
-        return (self.wasted + 0.5) / (self.fetched + 2.0)
-
-    def shrunk(self, fetches: float) -> "_Prior":
-        """The same rates over at most ``fetches`` observations: pooled evidence used as a prior
-        for one place, which must not be as certain as the pool."""
-        out = _Prior()
-        scale = min(1.0, fetches / self.fetched) if self.fetched else 0.0
-        out.fetched, out.relevant, out.wasted = self.fetched * scale, self.relevant * scale, self.wasted * scale
-        return out
-
-    def uncertainty(self) -> float:
-        """Standard deviation of the Beta posterior of the yield: what one more look could teach."""
-        a, b = self.relevant + 1.0, self.fetched - self.relevant + 3.0
-        return math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
-
-
-class _Prior(_Yield):
-    """What is assumed about a place never fetched."""
-
-    __slots__ = ()
-
-
-_UNSEEN = _Prior()
-
-
-class _PathNode:
-    """A fetched page on some crawl path: how we got there and what it was worth.
-
-    Its value is its own reward plus ``decay`` times what its fetched children are worth
-    together (each child counted at its latest value, never below zero, the sum capped at
-    ``hub_cap``): a hub that led to twenty relevant pages is worth more than one that led to one,
-    which is what makes links like it worth following early."""
-
-    __slots__ = ("features", "url", "parent", "reward", "children_value", "passed_up", "counted")
-
-    def __init__(self, features: Vector | None, url: str, parent: str | None, reward: float):
-        # the link's features packed in one bytes object (indices, then values): a node lives as
-        # long as the crawl holds its page (up to ``max_nodes``), and two arrays in a tuple cost
-        # about 300 bytes more a node than the 8 bytes a feature they hold
-        self.features = _packed(features)
-        self.url = url
-        self.parent = parent
-        self.reward = reward
-        self.children_value = 0.0  # sum of the children's contributions
-        self.passed_up = 0.0  # what this node contributes to its parent's children_value now
-        self.counted: float | None = None  # the label its link's words were counted with
-
-    def value(self, decay: float, hub_cap: float = DEFAULTS.hub_cap) -> float:
-        return self.reward + decay * min(self.children_value, hub_cap)
-
-    @property
-    def vector(self) -> Vector | None:
-        """The link's features (read-only views of the packed bytes), None when it had none."""
-        features = self.features
-        if features is None or isinstance(features, tuple):  # a checkpoint from before they were packed
-            return features
-        n = len(features) // 8
-        return np.frombuffer(features, np.int32, n), np.frombuffer(features, np.float32, n, 4 * n)
-
-
-def _packed(vector: Vector | None) -> bytes | None:
-    if vector is None:
-        return None
-    idx, val = vector
-    return np.asarray(idx, np.int32).tobytes() + np.asarray(val, np.float32).tobytes()
+# the names a checkpoint's pickles know them by
+_Yield, _Prior, _PathNode, _UNSEEN = Yield, Prior, PathNode, UNSEEN
 
 
 class LinkRewardLearner:
@@ -209,17 +77,9 @@ class LinkRewardLearner:
                  credit_hops: int = 3, max_nodes: int = DEFAULTS.learner_nodes, version_every: int = VERSION_EVERY, bits: int = 20,
                  hub_cap: float = DEFAULTS.hub_cap, learning_rate: float = DEFAULTS.learning_rate,
                  link_model: bool = True):
-        # Priors: the weights the crawl starts from. A link on a seed page ("depth:1") starts at the
-        # worth of a relevant page: the user chose the seeds as ways into the topic's sites, their
-        # links are those sites' navigation, where the hubs are, and the learner lowers the weight
-        # as they turn out poor (on WebKB, simulated, this lifted course recall@1000 from 34% to
-        # 51%). ``link_model``: the links' scores come from a link model (LINK_PRIORS).
-        self.model = OnlineLinearRegressor(
-            bits=bits, learning_rate=learning_rate,
-            prior={"bias": 0.1, "seed": 0.6, "depth:1": 1.0, **LINK_PRIORS[bool(link_model)],
-                   "host_yield": 0.3, "prefix_yield": 0.3, "sibling_yield": 0.3, "host_waste": -0.2,
-                   "prefix_waste": -0.2, "cross_host": -0.2, "host_unseen": -0.1},
-        )
+        # ``link_model``: the links' scores come from a link model (LINK_PRIORS)
+        self.model = OnlineLinearRegressor(bits=bits, learning_rate=learning_rate,
+                                           prior={**STARTING_WEIGHTS, **LINK_PRIORS[bool(link_model)]})
         self.credit_decay = credit_decay
         self.hub_cap = hub_cap
         self.exploration = exploration
@@ -250,14 +110,23 @@ class LinkRewardLearner:
         # drops it (one process holds every page it fetched, up to ``max_nodes``); a shared
         # crawl's learner sync sets a dict and hands it to the worker that fetched the parent.
         self.credit_elsewhere: dict[str, tuple[float, int]] | None = None
+        # what changed since the last delta taken, while other learners share this one's
+        # (``track_changes``); None otherwise, and not kept in a checkpoint
+        self.changes: ChangeLog | None = None
         self.observations = 0
         self.version = 0
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("changes", None)
+        return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.__dict__.setdefault("new_hosts", _Yield())  # a checkpoint from before it was kept
         self.__dict__.setdefault("hub_cap", DEFAULTS.hub_cap)
         self.__dict__.setdefault("credit_elsewhere", None)
+        self.changes = None
         if type(self.nodes) is not dict:  # a checkpoint that kept them in an OrderedDict
             self.nodes = dict(self.nodes)
         self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
@@ -288,27 +157,7 @@ class LinkRewardLearner:
     def _dynamic(self, url: str, parent: str | None = None) -> list[tuple[str, float]]:
         """Evidence that changes as the crawl goes: how the link's host, path prefix and
         siblings (links from the same page) have paid off so far."""
-        return self._dynamic_at(*self._places(url, parent))
-
-    @classmethod
-    def _dynamic_at(cls, host: _Yield, prefix: _Yield, siblings: _Yield | None) -> list[tuple[str, float]]:
-        return cls._place_features(host, prefix) + cls._sibling_features(siblings)
-
-    @staticmethod
-    def _place_features(host: _Yield, prefix: _Yield) -> list[tuple[str, float]]:
-        """The dynamic features of a link's host and path prefix (shared by many queued links)."""
-        feats = [("host_yield", host.rate()), ("prefix_yield", prefix.rate()),
-                 ("host_waste", host.waste()), ("prefix_waste", prefix.waste())]
-        if isinstance(host, _Prior):
-            feats.append(("host_unseen", 1.0))
-        return feats
-
-    @staticmethod
-    def _sibling_features(siblings: _Yield | None) -> list[tuple[str, float]]:
-        """The dynamic features of the links found on the same page: none while none was fetched."""
-        if siblings is not None and siblings.fetched:
-            return [("sibling_yield", siblings.rate()), ("sibling_waste", siblings.waste())]
-        return []
+        return dynamic_features(*self._places(url, parent))
 
     def bonus(self, url: str, parent: str | None = None) -> float:
         """Optimism under uncertainty: places we know little about get a bonus that shrinks as
@@ -320,14 +169,8 @@ class LinkRewardLearner:
         return self._bonus_at(*self._places(url, parent))
 
     def _bonus_at(self, host: _Yield, prefix: _Yield, siblings: _Yield | None) -> float:
-        return self._place_bonus(host, prefix) + self._sibling_bonus(siblings)
-
-    def _place_bonus(self, host: _Yield, prefix: _Yield) -> float:
-        return self.exploration * (host.uncertainty() + prefix.uncertainty())
-
-    def _sibling_bonus(self, siblings: _Yield | None) -> float:
-        """The bonus of the page a link was found on: largest while none of its links was fetched."""
-        return self.exploration * (siblings or _UNSEEN).uncertainty()
+        # two products summed, as ``_dynamic_values`` sums them (equal floats)
+        return self.exploration * place_uncertainty(host, prefix) + self.exploration * sibling_uncertainty(siblings)
 
     def vectorise(self, features: Features) -> Vector:
         vector = self.model.vectorise(features)
@@ -370,7 +213,7 @@ class LinkRewardLearner:
 
     def _static_values(self, sizes: Sequence[int], idx: np.ndarray, val: np.ndarray) -> np.ndarray:
         """The linear model's part of each link's score: one dot product per link, in one pass."""
-        return _per_link(sizes, self.model.coef_[idx] * val)
+        return per_link(sizes, self.model.coef_[idx] * val)
 
     def _word_values(self, sizes: Sequence[int], idx: np.ndarray, val: np.ndarray) -> np.ndarray:
         """What the crawl has learned about each link's words: the link's score (``link_score``,
@@ -379,9 +222,9 @@ class LinkRewardLearner:
         if not self.learn_words or not len(idx) or not self.words.links:
             return np.zeros(len(sizes))
         is_score = idx == self._link_score_index
-        has_score = _per_link(sizes, is_score) > 0
-        prior = _per_link(sizes, np.where(is_score, val, 0.0))
-        learned = self.words.probabilities(prior, _per_link(sizes, self.words.evidence(idx, val)))
+        has_score = per_link(sizes, is_score) > 0
+        prior = per_link(sizes, np.where(is_score, val, 0.0))
+        learned = self.words.probabilities(prior, per_link(sizes, self.words.evidence(idx, val)))
         weight = float(self.model.coef_[self._link_score_index])
         return np.where(has_score, weight * (learned - prior), 0.0)
 
@@ -400,12 +243,12 @@ class LinkRewardLearner:
             if place is None:
                 host = self.hosts.get(host_name) or self._unseen_host
                 prefix = self.prefixes.get(prefix_name, _UNSEEN)
-                place = places[prefix_name] = (_weighted(self._place_features(host, prefix), weights),
-                                               self._place_bonus(host, prefix))
+                place = places[prefix_name] = (_weighted(place_features(host, prefix), weights),
+                                               self.exploration * place_uncertainty(host, prefix))
             page = pages.get(parent)
             if page is None:
                 siblings = self.children.get(parent) if parent else None
-                page = pages[parent] = (self._sibling_features(siblings), self._sibling_bonus(siblings))
+                page = pages[parent] = (sibling_features(siblings), self.exploration * sibling_uncertainty(siblings))
             out.append(_weighted(page[0], weights, place[0]) + place[1] + page[1])
         return out
 
@@ -415,7 +258,7 @@ class LinkRewardLearner:
         return {name: float(coef[i]) for name, i in self._dynamic_index.items()}
 
     def _dynamic_value(self, host: _Yield, prefix: _Yield, siblings: _Yield | None) -> float:
-        return _weighted(self._dynamic_at(host, prefix, siblings), self._dynamic_weights())
+        return _weighted(dynamic_features(host, prefix, siblings), self._dynamic_weights())
 
     def explain(self, features: Features, url: str, parent: str | None = None, top: int = 3) -> list[tuple[str, float]]:
         """The features that contributed most to a link's priority (by absolute contribution)."""
@@ -437,23 +280,28 @@ class LinkRewardLearner:
         if held is not None:
             parent_url = held.url  # one string for the parent's URL, whoever holds it
         self._train_link(features, url, parent_url, reward)  # as scored before this outcome was known
-        places = [(self.hosts, host_key(url)), (self.prefixes, path_prefix(url))]
+        places = [("hosts", self.hosts, host_key(url)), ("prefixes", self.prefixes, path_prefix(url))]
         if parent_url:
-            places.append((self.children, parent_url))
-        for table, key in places:
+            places.append(("children", self.children, parent_url))
+        hit, waste, changes = int(relevant), int(wasted), self.changes
+        for name, table, key in places:
             stats = table.get(key)
             if stats is None:
                 stats = table[key] = _Yield()
                 if table is self.hosts:
                     self.new_hosts.fetched += 1
-                    self.new_hosts.relevant += int(relevant)
-                    self.new_hosts.wasted += int(wasted)
+                    self.new_hosts.relevant += hit
+                    self.new_hosts.wasted += waste
                     self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
+                    if changes is not None:
+                        changes.count_new_host(hit, waste)
                 if table is self.children:
                     drop_oldest(table, self.max_nodes)
             stats.fetched += 1
-            stats.relevant += int(relevant)
-            stats.wasted += int(wasted)
+            stats.relevant += hit
+            stats.wasted += waste
+            if changes is not None:
+                changes.count(name, key, 1, hit, waste)
         node = self.nodes.get(url)
         if node is None:
             node = _PathNode(_as_vector(self, features), url, parent_url, reward)
@@ -516,14 +364,17 @@ class LinkRewardLearner:
         if node is None:
             return
         relevant_before = node.reward >= page_reward(1.0, True)
-        places = [(self.hosts, host_key(url)), (self.prefixes, path_prefix(url))]
+        places = [("hosts", self.hosts, host_key(url)), ("prefixes", self.prefixes, path_prefix(url))]
         if node.parent:
-            places.append((self.children, node.parent))
-        for table, key in places:
+            places.append(("children", self.children, node.parent))
+        for name, table, key in places:
             stats = table.get(key)
             if stats is not None:
+                taken_back = int(relevant_before and stats.relevant > 0)
                 stats.wasted += 1
-                stats.relevant -= int(relevant_before and stats.relevant > 0)
+                stats.relevant -= taken_back
+                if self.changes is not None:
+                    self.changes.count(name, key, 0, -taken_back, 1)
         node.reward = WASTE_REWARD
         self._train(node)
         self._count_words(node)
@@ -553,16 +404,23 @@ class LinkRewardLearner:
                               target)
 
 
+    # --- sharing with other learners (a shared crawl's workers: distributed.learner_sync) -------
+    def track_changes(self) -> ChangeLog:
+        """Note what this learner learns from now on, in ``changes`` (``learning.delta``: its
+        deltas for other learners, and theirs merged here); what it holds now counts as shared.
+        Credit owed to pages it does not hold is kept for the deltas too."""
+        if self.changes is None:
+            if self.credit_elsewhere is None:
+                self.credit_elsewhere = {}
+            self.changes = ChangeLog(self)
+            self.changes.mark()
+        return self.changes
 
-def _per_link(sizes: Sequence[int], values: np.ndarray) -> np.ndarray:
-    """Per-link sums of ``values`` in the joined batch form: link i's are the next ``sizes[i]``."""
-    sizes = np.asarray(sizes, dtype=np.int64)
-    out = np.zeros(len(sizes))
-    if len(values):
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        nonempty = sizes > 0
-        out[nonempty] = np.add.reduceat(np.asarray(values, dtype=np.float64), starts[nonempty])
-    return out
+    def add_new_hosts(self, fetched: int, relevant: int, wasted: int) -> None:
+        """Add to the new-hosts prior's counts (how other learners' first fetches of hosts paid off)."""
+        new = self.new_hosts
+        new.fetched, new.relevant, new.wasted = new.fetched + fetched, new.relevant + relevant, new.wasted + wasted
+        self._unseen_host = new.shrunk(UNSEEN_HOST_EVIDENCE)
 
 
 def _weighted(features: Features, weights: dict[str, float], start: float = 0.0) -> float:
@@ -571,11 +429,6 @@ def _weighted(features: Features, weights: dict[str, float], start: float = 0.0)
     for name, value in features:
         total += weights[name] * value
     return total
-
-
-def is_vector(features) -> bool:
-    """True for the hashed (idx, val) form that ``vectorise`` returns."""
-    return isinstance(features, tuple) and len(features) == 2 and isinstance(features[0], np.ndarray)
 
 
 def _as_vector(owner, features) -> Vector | None:

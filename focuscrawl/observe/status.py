@@ -4,8 +4,8 @@ console serves.
 ``ProgressCounter`` is the core, free of Scrapy (its clock passed in): requests, pages, relevant
 pages found, harvest overall and over the recent requests, a bounded harvest curve, each host's
 yield and waste, the latest relevant pages. ``CrawlStatus`` is its adapter: one per crawler
-(``CrawlStatus.of(crawler)``), fed by Scrapy's and focuscrawl's signals, and reading the
-scheduler's frontier and host gate for what waits.
+(``CrawlStatus.of(crawler)``), fed by Scrapy's and focuscrawl's signals, and reading what waits
+through the ``CrawlView`` the scheduler announces when it opens (``focuscrawl.crawl_view``).
 
 What counts:
 
@@ -320,7 +320,7 @@ class CrawlStatus:
         self.config = config
         self.clock = clock
         self.counter = ProgressCounter(window=config.progress_window, clock=clock)
-        self._scheduler = None
+        self.view = None  # the scheduler's CrawlView, once it opened (none: not focuscrawl's scheduler)
         self._pass: _HostPass | None = None
         self._failed: set[str] = set()
         connect = crawler.signals.connect
@@ -330,11 +330,15 @@ class CrawlStatus:
         connect(self._on_page_scored, signal=focus_signals.page_scored)
         connect(self._on_item_scraped, signal=signals.item_scraped)
         connect(self._on_item_dropped, signal=signals.item_dropped)
+        connect(self._on_crawl_view, signal=focus_signals.crawl_view)
 
     # --- signals ------------------------------------------------------------------------------
     def _on_opened(self, spider=None):
         self.counter.start()
-        self.scheduler()
+
+    def _on_crawl_view(self, view, **kwargs):
+        # kept once announced, so a finished crawl's frontier can still be read
+        self.view = view
 
     def _on_closed(self, spider=None, reason=None):
         self.finish()
@@ -371,42 +375,9 @@ class CrawlStatus:
         if get("duplicate_of") and not get("restored"):
             self.counter.duplicate(host_key(get("url") or get("final_url") or ""))
 
-    # --- the scheduler's parts ----------------------------------------------------------------
-    def scheduler(self):
-        """The crawl's scheduler (None before the engine has one); kept once found, so a
-        finished crawl's frontier can still be read."""
-        if self._scheduler is None:
-            engine = getattr(self.crawler, "engine", None)
-            slot = getattr(engine, "_slot", None)  # Scrapy keeps its scheduler there, and nowhere public
-            self._scheduler = getattr(slot, "scheduler", None)
-        return self._scheduler
-
-    def _parts(self):
-        """(scheduler, frontier, gate, backend): what is None is not focuscrawl's or not built."""
-        scheduler = self.scheduler()
-        return (scheduler, getattr(scheduler, "frontier", None), getattr(scheduler, "gate", None),
-                getattr(scheduler, "backend", None))
-
+    # --- the scheduler's view -----------------------------------------------------------------
     def _frontier_size(self) -> int | None:
-        scheduler, frontier, _, _ = self._parts()
-        target = frontier if frontier is not None else scheduler
-        try:
-            return len(target) if target is not None else None
-        except TypeError:
-            return None
-
-    def _blocked(self, gate, admission, host: str, now: float) -> bool:
-        """Whether a host cannot be contacted for more than its delay (see ``host_state``)."""
-        from focuscrawl.politeness.robots import RobotsState
-
-        timing = gate.timing.get(host)
-        if timing is not None and timing.backoff_until > now:
-            return True
-        rules = gate.robots.get(host)
-        if rules is not None and rules.state is RobotsState.UNREACHABLE and rules.expires_at > now:
-            return True
-        exclusion = getattr(admission, "exclusion", None)
-        return exclusion is not None and exclusion.excludes(f"http://{host}/") is not None
+        return self.view.frontier_size() if self.view is not None else None
 
     def _host_pass(self) -> _HostPass:
         """Host states counted and each host's best record, in one pass over the frontier's hosts
@@ -414,19 +385,17 @@ class CrawlStatus:
         now = self.clock()
         if self._pass is not None and now - self._pass.at < HOST_PASS_SECONDS:
             return self._pass
-        scheduler, frontier, gate, _ = self._parts()
+        view = self.view
         counts: dict[str, int | None] = {state: 0 for state in HOST_STATES}
         top: list[tuple[bytes, str, Any]] = []
-        if gate is None:
+        if view is None:
             counts = {state: None for state in HOST_STATES}
         else:
-            busy = set(gate.inflight) | set(gate.robots_pending)
-            slots = _host_views(frontier)
-            admission = getattr(scheduler, "admission", None)
+            busy = view.busy()
+            slots = view.host_queues()
             if slots is None:
                 counts[ACTIVE] = len(busy)
-                known = set(gate.timing) | set(gate.robots)
-                counts[BLOCKED] = sum(1 for host in known - busy if self._blocked(gate, admission, host, now))
+                counts[BLOCKED] = sum(1 for host in view.known_hosts() - busy if view.blocked(host, now))
                 counts[WAITING] = counts[READY] = counts[IDLE] = None
             else:
                 from focuscrawl.frontier.records import KEY
@@ -435,8 +404,8 @@ class CrawlStatus:
                 for name, (ready_at, q) in slots.items():
                     record = q.top
                     state = host_state(in_flight=name in busy, queued=0 if record is None else 1,
-                                       ready_at=ready_at, blocked=record is not None
-                                       and self._blocked(gate, admission, name, now), now=now)
+                                       ready_at=ready_at, blocked=record is not None and view.blocked(name, now),
+                                       now=now)
                     counts[state] += 1
                     if record is not None:
                         best.append((record[:KEY], name, q))
@@ -455,7 +424,7 @@ class CrawlStatus:
         (True) and crawl_requests (every worker's requests, which the budget counts)."""
         counter = self.counter
         budget = self.config.budget or None
-        _, _, _, backend = self._parts()
+        view = self.view
         out: dict[str, Any] = {
             "elapsed": round(counter.elapsed(), 3),
             "requests": counter.requests,
@@ -475,9 +444,9 @@ class CrawlStatus:
             out["hosts"] = self._host_pass().counts
         except Exception:  # noqa: BLE001 - see _never_raises: the counts are left unknown
             logger.debug("crawl status: host states unknown", exc_info=True)
-        if getattr(backend, "shared", False):
+        if view is not None and view.shared:
             out["shared"] = True
-            done = backend.crawl_released()  # cached by the shared crawl: no Redis call each time
+            done = view.crawl_requests()  # cached by the shared crawl: no Redis call each time
             out["crawl_requests"] = done
             eta = counter.eta(budget, done=done)  # this worker's rate: an upper bound
         else:
@@ -497,33 +466,32 @@ class CrawlStatus:
         state, fetched, relevant, yield, waste, delay (s, the gate's gap between two requests),
         queued (URLs in the frontier; None when not known), requests, and retry_in (s) for a
         blocked host when known."""
-        scheduler, frontier, gate, _ = self._parts()
-        slots = _host_views(frontier)
-        admission = getattr(scheduler, "admission", None)
+        view = self.view
+        slots = view.host_queues() if view is not None else None
+        busy = view.busy() if view is not None else set()
         now = self.clock()
         out = []
         for host, tally in self.counter.best_hosts(limit):
             row: dict[str, Any] = {"host": host, "state": None, "fetched": tally.fetched, "relevant": tally.relevant,
                                    "yield": round(tally.value(), 4), "waste": tally.waste, "delay": None,
                                    "queued": None, "requests": tally.requests}
-            if gate is not None:
+            if view is not None:
                 slot = slots.get(host) if slots is not None else None
-                queued = None
                 if slot is not None:
                     queued = slot[1].size()
                 elif slots is not None:
                     queued = 0
-                elif frontier is not None:
-                    queued = frontier.host_size(host)
-                timing = gate.timing.get(host)
-                blocked = self._blocked(gate, admission, host, now)
+                else:
+                    queued = view.queued(host)
+                blocked = view.blocked(host, now)
+                delay = view.delay(host)
                 row["queued"] = queued
-                row["delay"] = round(gate.delays.gap(host, timing), 3) if timing is not None else None
-                row["state"] = host_state(in_flight=host in gate.inflight or host in gate.robots_pending,
-                                          queued=queued, ready_at=slot[0] if slot is not None else None,
-                                          blocked=blocked, now=now)
+                row["delay"] = round(delay, 3) if delay is not None else None
+                row["state"] = host_state(in_flight=host in busy, queued=queued,
+                                          ready_at=slot[0] if slot is not None else None, blocked=blocked, now=now)
                 if blocked:
-                    row["retry_in"] = _retry_in(gate, host, now)
+                    retry = view.retry_in(host, now)
+                    row["retry_in"] = round(retry, 1) if retry is not None else None
             out.append(row)
         return out
 
@@ -532,52 +500,23 @@ class CrawlStatus:
         """The frontier's best ``n`` URLs now (the best URL of each of the best hosts): url, host,
         priority (as queued), why (the features behind it, as ``scrapy explain`` gives them for a
         waiting URL); at most ``TOP_SAMPLE``. Empty for a shared frontier (its queues are in Redis)."""
-        from focuscrawl.frontier.entries import decode
-        from focuscrawl.frontier.records import record_priority
-        from focuscrawl.meta import ROBOTS_FOR
-        from focuscrawl.observe.explanation import waiting_explanation
-
-        scheduler, frontier, _, _ = self._parts()
-        if not callable(getattr(frontier, "host_views", None)):
+        view = self.view
+        if view is None or view.host_queues() is None:
             return []
-        codec = getattr(frontier, "codec", None)
-        unpack = codec.unpack if codec is not None else None
-        learner, strategy = scheduler.learner, scheduler.strategy
         out = []
         for _key, host, q in self._host_pass().top:
             if len(out) >= n:
                 break
-            record = q.top
-            if record is None:
-                continue  # fetched since the pass
-            entry = decode(record, q, unpack)
-            meta = getattr(entry.payload, "meta", None) or {}
-            if meta.get(ROBOTS_FOR):
-                continue
-            why = waiting_explanation(entry.url, meta, learner, strategy, has_features=entry.features is not None)
-            out.append({"url": entry.url, "host": host, "priority": round(record_priority(record), 4),
-                        "why": why.why})
+            waiting = view.waiting(q)  # None: fetched since the pass, or a robots.txt
+            if waiting is not None:
+                out.append({"url": waiting["url"], "host": host, "priority": round(waiting["priority"], 4),
+                            "why": waiting["why"]})
         return out
 
     @_never_raises(list)
     def latest_relevant(self, n: int = 20) -> list[dict]:
         """The ``n`` relevant pages found last, newest first: url, title, score, fetched_at."""
         return self.counter.latest_relevant(n)
-
-
-def _host_views(frontier) -> dict | None:
-    """The in-process frontier's hosts (``Frontier.host_views``); None for a shared frontier, whose
-    queues are in Redis, or none at all."""
-    views = getattr(frontier, "host_views", None)
-    return views() if callable(views) else None
-
-
-def _retry_in(gate, host: str, now: float) -> float | None:
-    """Seconds until a blocked host may be tried again, as far as the gate knows."""
-    timing = gate.timing.get(host)
-    rules = gate.robots.get(host)
-    times = [t for t in (timing.backoff_until if timing else 0.0, getattr(rules, "expires_at", 0.0)) if t > now]
-    return round(max(times) - now, 1) if times else None
 
 
 def _rounded(value: float | None) -> float | None:

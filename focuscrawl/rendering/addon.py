@@ -3,9 +3,9 @@
 all a user sets besides ``SPLASH_URL``).
 
 ``playwright`` needs nothing here: the crawl's download handler sends renders to the browser.
-``splash`` adds scrapy-splash's downloader middlewares (through ``splash_compat``, which makes them
+``splash`` adds scrapy-splash's downloader middlewares (through ``splash.compat``, which makes them
 work on current Scrapy), which rewrite a request the scheduler made a render into a call of
-``SPLASH_URL``'s ``render.html``, and ``service.SplashWatch``, which stops a crawl whose
+``SPLASH_URL``'s ``render.html``, and ``splash.watch.SplashWatch``, which stops a crawl whose
 ``SPLASH_URL`` does not answer as Splash does. Its request fingerprinter and argument-deduplicating spider
 middleware are left out: focuscrawl's frontier keeps its own seen set and sends no cached
 arguments.
@@ -24,7 +24,7 @@ class RenderBackend:
         if backend != "splash" or (settings.get("FOCUS_RENDER") or "auto") == "never":
             return
         try:
-            from focuscrawl.rendering.splash_compat import DOWNLOADER_MIDDLEWARES, install
+            from focuscrawl.rendering.splash.compat import DOWNLOADER_MIDDLEWARES, install
 
             install()
         except ImportError as exc:  # reported once the crawl starts (rendering.availability)
@@ -33,4 +33,4 @@ class RenderBackend:
         for component, order in DOWNLOADER_MIDDLEWARES.items():
             settings.set_in_component_priority_dict("DOWNLOADER_MIDDLEWARES", component, order)
         # a SPLASH_URL answering with something that is not Splash stops the crawl, said once
-        settings.set_in_component_priority_dict("EXTENSIONS", "focuscrawl.rendering.service.SplashWatch", 0)
+        settings.set_in_component_priority_dict("EXTENSIONS", "focuscrawl.rendering.splash.watch.SplashWatch", 0)

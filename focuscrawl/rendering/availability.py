@@ -39,13 +39,13 @@ def missing_backend(config: FocusConfig, settings) -> str | None:
         if not settings.get("SPLASH_URL"):
             return "FOCUS_RENDER_BACKEND=splash needs SPLASH_URL (a Splash, or `scrapy render-server`)"
         try:
-            from focuscrawl.rendering.splash_compat import install
+            from focuscrawl.rendering.splash.compat import install
 
             install()
         except ImportError as exc:
             return f"scrapy-splash cannot be used: {exc}"
         return None
-    from focuscrawl.rendering.browser import RenderUnavailable, check_available
+    from focuscrawl.rendering.browser.handler import RenderUnavailable, check_available
 
     try:
         check_available(config)

@@ -17,6 +17,9 @@ from focuscrawl.config import FocusConfig
 
 logger = logging.getLogger(__name__)
 
+#: meta key set at release for the crawl's browser, never serialised: url -> bool, what the page's
+#: host's robots.txt allows (its route reads it)
+ALLOWS = "focus_render_allows"
 #: After the load event: resolves once the document has not changed for `quiet` ms (a script
 #: building the page from data it fetched changes it as each part arrives), or at `cap` ms.
 SETTLE_JS = """([quiet, cap]) => new Promise(resolve => {
@@ -63,8 +66,6 @@ class RenderMeta:
             # its own proxy, if it has one (`scrapy render-server` takes the environment's).
             meta["proxy"] = None
             return
-        from focuscrawl.rendering.browser import ALLOWS
-
         meta.update({"playwright": True, "playwright_context": f"focus-render-{next(self._contexts)}", ALLOWS: allows})
         self.set_timeout(meta, self.timeout)
 
@@ -87,7 +88,7 @@ class RenderMeta:
 #: a render in flight is checkpointed (JOBDIR); the resumed crawl makes it a render again
 BACKEND_KEYS = frozenset({
     "playwright", "playwright_context", "playwright_page_goto_kwargs", "playwright_page_methods",
-    "playwright_page_init_callback", "playwright_include_page", "playwright_page", "focus_render_allows",
+    "playwright_page_init_callback", "playwright_include_page", "playwright_page", ALLOWS,
     "splash", "_splash_processed", "download_timeout", "proxy",
 })
 

@@ -37,7 +37,7 @@ class _Crawl:
         for seed in seeds:
             key = url_key(seed)
             if key not in graph.kind:
-                graph._node(seed)  # a seed outside the recording: a missing node
+                graph.add_node(seed)  # a seed outside the recording: a missing node
             if key not in self.discovered:
                 self.discovered[key] = None
                 self.new.append(key)

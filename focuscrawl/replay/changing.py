@@ -27,14 +27,13 @@ import math
 import random
 import re
 import time
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from datetime import timezone
-from email.utils import formatdate, parsedate_to_datetime
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable
 from urllib.parse import urlsplit
 
+from focuscrawl.replay.feed_xml import atom, changefreq, rss, sitemap_index, sitemap_priority, urlset
 from focuscrawl.replay.recorded import RecordedResponse, RecordedWeb, host_of
+from focuscrawl.replay.validators import not_modified, strong_etag, validators, w3c_datetime
 
 #: Byte-order marks of bodies an inserted ASCII paragraph would corrupt (UTF-16, UTF-32).
 _WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff")
@@ -53,13 +52,6 @@ FEED_PATHS = {RSS: "/feed.xml", ATOM: "/feed.atom"}
 FEED_TYPES = {RSS: "application/rss+xml", ATOM: "application/atom+xml"}
 SITEMAP_PATH = "/sitemap.xml"
 _SITEMAP_PART = re.compile(r"/sitemap-([1-9][0-9]{0,6})\.xml\Z")
-SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
-ATOM_NS = "http://www.w3.org/2005/Atom"
-
-#: ``changefreq`` names and the interval each stands for. The protocol has nothing finer than
-#: hourly, so "always" stands here for "every minute or so" (our hot pages).
-_CHANGEFREQS = (("always", 60.0), ("hourly", 3600.0), ("daily", 86400.0), ("weekly", 604800.0),
-                ("monthly", 2629800.0), ("yearly", 31557600.0))
 
 
 @dataclass(frozen=True)
@@ -128,81 +120,6 @@ def _whole_seconds(mean: float, draw: float) -> int:
     return max(1, math.ceil(-math.log(draw) * mean))
 
 
-# --- HTTP and W3C dates, conditional requests --------------------------------------------------
-
-def http_date(t: float) -> str:
-    """An HTTP date (IMF-fixdate), which keeps whole seconds (``t`` rounded down)."""
-    return formatdate(math.floor(t), usegmt=True)
-
-
-def w3c_datetime(t: float) -> str:
-    """A W3C datetime in UTC to the second, as sitemaps and Atom write them."""
-    return time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(math.floor(t)))
-
-
-def parse_http_date(value: str) -> float | None:
-    """Epoch seconds of an HTTP date, None when it is not one (such a header is ignored)."""
-    try:
-        parsed = parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    try:
-        return parsed.timestamp()
-    except (OverflowError, ValueError, OSError):
-        return None
-
-
-def _header(headers, name: str) -> str | None:
-    """A request header by case-insensitive name, from a mapping or (name, value) pairs."""
-    if not headers:
-        return None
-    pairs = headers.items() if isinstance(headers, Mapping) else headers
-    lname = name.lower()
-    try:
-        for key, value in pairs:
-            if str(key).lower() == lname:
-                return str(value)
-    except (TypeError, ValueError):
-        return None
-    return None
-
-
-_ETAG = re.compile(r'(?:W/)?"([^"]*)"')
-
-
-def etag_matches(if_none_match: str, etag: str) -> bool:
-    """Whether an If-None-Match value matches ``etag`` (RFC 9110 13.1.2: weak comparison, so a
-    ``W/`` prefix does not matter; ``*`` matches any current representation)."""
-    if if_none_match.strip() == "*":
-        return True
-    wanted = etag.removeprefix("W/").strip('"')
-    return any(tag == wanted for tag in _ETAG.findall(if_none_match))
-
-
-def not_modified(request_headers, etag: str, last_modified: float) -> bool:
-    """Whether a GET or HEAD with these headers gets 304 (RFC 9110 13.2.2: If-None-Match, when
-    present, decides and If-Modified-Since is ignored; an unparsable date is ignored)."""
-    if_none_match = _header(request_headers, "If-None-Match")
-    if if_none_match is not None:
-        return etag_matches(if_none_match, etag)
-    since = _header(request_headers, "If-Modified-Since")
-    if since is None:
-        return False
-    since_t = parse_http_date(since)
-    return since_t is not None and math.floor(last_modified) <= since_t
-
-
-def _validators(etag: str, last_modified: float) -> list[tuple[str, str]]:
-    return [("ETag", etag), ("Last-Modified", http_date(last_modified))]
-
-
-def _strong_etag(*parts) -> str:
-    data = "\x1f".join(str(p) for p in parts).encode("utf-8", "surrogatepass")
-    return '"' + hashlib.blake2b(data, digest_size=10).hexdigest() + '"'
-
-
 # --- editing a page's HTML ---------------------------------------------------------------------
 
 _SCRIPT_OR_STYLE = re.compile(rb"<(script|style)\b.*?</\1\s*>", re.I | re.S)
@@ -210,7 +127,6 @@ _TAG = re.compile(rb"<[^>]*>")
 _ENTITY = re.compile(rb"&#?\w+;")
 _WORD = re.compile(rb"[A-Za-z]{3,}")
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title", re.I | re.S)
-_XML_ILLEGAL = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def page_words(body: bytes) -> list[bytes]:
@@ -247,34 +163,15 @@ def _insert_at_end(body: bytes, markup: bytes) -> bytes:
     return body[:at] + markup + body[at:]
 
 
-def _xml_text(text: str) -> str:
-    return _XML_ILLEGAL.sub("", text)
+def _changes(resp: RecordedResponse | None) -> bool:
+    """Whether a recorded response is a page that changes: an HTML page answered 200."""
+    return resp is not None and resp.status == 200 and resp.is_html
 
 
-def _xml(root: ET.Element) -> bytes:
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
-
-
-def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs) -> ET.Element:
-    element = ET.SubElement(parent, tag, {k: _xml_text(v) for k, v in attrs.items()})
-    if text is not None:
-        element.text = _xml_text(text)
-    return element
-
-
-def changefreq(rate: float) -> str:
-    """The sitemap ``changefreq`` nearest (on a log scale) to a page's mean interval."""
-    if rate <= 0:
-        return "never"
-    interval = 1.0 / rate
-    return min(_CHANGEFREQS, key=lambda item: abs(math.log(interval / item[1])))[0]
-
-
-def sitemap_priority(url: str) -> str:
-    """A site owner's priority from the page's depth (home 1.0, 0.2 less a level, at least 0.1):
-    never from relevance, which the crawler is there to find out."""
-    depth = len([s for s in urlsplit(url).path.split("/") if s])
-    return f"{max(0.1, 1.0 - 0.2 * depth):.1f}"
+def _html_title(resp: RecordedResponse) -> str:
+    """A recorded page's title, on one line ("" when it has none)."""
+    match = _TITLE.search(_decode(resp.body, resp.content_type))
+    return " ".join(html.unescape(match.group(1)).split()) if match else ""
 
 
 Answer = tuple[int, list[tuple[str, str]], bytes, int | None]
@@ -322,7 +219,7 @@ class ChangingWeb:
         self._origins: dict[str, str] = {}  # host -> scheme://netloc its pages are served at
         hosts_by_origin: dict[str, str] = {}  # host_of costs ~0.1 ms: once an origin, not a page
         for resp in web:
-            if self._changes(resp):
+            if _changes(resp):
                 parts = urlsplit(resp.url)
                 origin = f"{parts.scheme}://{parts.netloc}"
                 if not parts.netloc:
@@ -336,10 +233,6 @@ class ChangingWeb:
 
     # --- which pages change ------------------------------------------------------------------
 
-    @staticmethod
-    def _changes(resp: RecordedResponse | None) -> bool:
-        return resp is not None and resp.status == 200 and resp.is_html
-
     def page_url(self, url: str) -> str | None:
         """The recorded URL of the changing page ``url`` names (any spelling the recorded web
         looks up), None when ``url`` is not a changing page."""
@@ -347,7 +240,7 @@ class ChangingWeb:
             resp = self.web.lookup(url)
         except Exception:  # a URL too odd to canonicalise is no page
             return None
-        return resp.url if self._changes(resp) else None
+        return resp.url if _changes(resp) else None
 
     def __contains__(self, url: str) -> bool:
         return self.page_url(url) is not None
@@ -446,7 +339,7 @@ class ChangingWeb:
 
     def etag(self, url: str, k: int) -> str:
         """The strong entity tag of version ``k`` of a page."""
-        return _strong_etag(self.seed, self._page(url), k)
+        return strong_etag(self.seed, self._page(url), k)
 
     # --- answering requests --------------------------------------------------------------------
 
@@ -467,26 +360,26 @@ class ChangingWeb:
                 recorded = self.web.lookup(url)
             except Exception:
                 recorded = None
-        if self._changes(recorded):
+        if _changes(recorded):
             return self._answer_page(recorded, request_headers, t, method)
         document = self._document(url, t)
         if document is None:
             return None
         ctype, body, etag, last_modified = document
         if method in ("GET", "HEAD") and not_modified(request_headers, etag, last_modified):
-            return 304, _validators(etag, last_modified), b"", None
-        return 200, [("Content-Type", ctype), *_validators(etag, last_modified)], body, None
+            return 304, validators(etag, last_modified), b"", None
+        return 200, [("Content-Type", ctype), *validators(etag, last_modified)], body, None
 
     def _answer_page(self, resp: RecordedResponse, request_headers, t: float, method: str) -> Answer:
         page = resp.url
         k = self._version(page, t)
-        etag = _strong_etag(self.seed, page, k)
+        etag = strong_etag(self.seed, page, k)
         last_modified = self._change_time(page, k)
-        validators = _validators(etag, last_modified)
+        versioned = validators(etag, last_modified)
         if method in ("GET", "HEAD") and not_modified(request_headers, etag, last_modified):
-            return 304, validators, b"", k
+            return 304, versioned, b"", k
         kept = [(n, v) for n, v in resp.headers if n.lower() not in ("etag", "last-modified")]
-        return 200, kept + validators, self.body(page, k, resp), k
+        return 200, kept + versioned, self.body(page, k, resp), k
 
     def body(self, url: str, k: int, recorded: RecordedResponse | None = None) -> bytes:
         """Version ``k`` of a page: the recorded body with its host's feed linked from the head
@@ -593,17 +486,13 @@ class ChangingWeb:
         items = [(when, page, k, self._title(page), self._summary(page, k)) for when, page, k in changes]
         updated = changes[0][0] if changes else self.epoch
         origin, feed_url = self._origins[host], self.feed_url(host)
-        write = _rss if kind == RSS else _atom
+        write = rss if kind == RSS else atom
         body = write(host, origin, feed_url, items, updated)
-        etag = _strong_etag(self.seed, "feed", host, *((page, k) for _, page, k in changes))
+        etag = strong_etag(self.seed, "feed", host, *((page, k) for _, page, k in changes))
         return FEED_TYPES[kind] + "; charset=utf-8", body, etag, updated
 
     def _title(self, page: str) -> str:
-        resp = self.web.lookup(page)
-        text = _decode(resp.body, resp.content_type)
-        match = _TITLE.search(text)
-        title = " ".join(html.unescape(match.group(1)).split()) if match else ""
-        return title or page
+        return _html_title(self.web.lookup(page)) or page
 
     def _summary(self, page: str, k: int) -> str:
         if k == 0:
@@ -621,30 +510,22 @@ class ChangingWeb:
             return self._sitemap_index(host, t)
         if part > 0:
             pages = pages[(part - 1) * SITEMAP_LIMIT: part * SITEMAP_LIMIT]
-        root = ET.Element("urlset", xmlns=SITEMAP_NS)
-        versions = []
-        latest = -math.inf
+        versions, entries, latest = [], [], -math.inf
         for page in pages:
             k = self._version(page, t)
             when = self._change_time(page, k)
             latest = max(latest, when)
             versions.append(k)
-            entry = _sub(root, "url")
-            _sub(entry, "loc", page)
-            _sub(entry, "lastmod", w3c_datetime(when))
-            _sub(entry, "changefreq", changefreq(self._rate(page)))
-            _sub(entry, "priority", sitemap_priority(page))
-        etag = _strong_etag(self.seed, "sitemap", host, part, *versions)
-        return "application/xml; charset=utf-8", _xml(root), etag, latest if pages else self.epoch
+            entries.append((page, w3c_datetime(when), changefreq(self._rate(page)), sitemap_priority(page)))
+        etag = strong_etag(self.seed, "sitemap", host, part, *versions)
+        return "application/xml; charset=utf-8", urlset(entries), etag, latest if pages else self.epoch
 
     def _sitemap_index(self, host: str, t: float) -> tuple[str, bytes, str, float]:
         """More pages than one sitemap may list: an index of parts (their pages' dates are in
         the parts)."""
-        root = ET.Element("sitemapindex", xmlns=SITEMAP_NS)
-        for part in range(1, self._sitemap_parts(host) + 1):
-            _sub(_sub(root, "sitemap"), "loc", f"{self._origins[host]}/sitemap-{part}.xml")
+        body = sitemap_index(f"{self._origins[host]}/sitemap-{part}.xml" for part in range(1, self._sitemap_parts(host) + 1))
         latest = max(self._change_time(p, self._version(p, t)) for p in self._pages[host])
-        return "application/xml; charset=utf-8", _xml(root), _strong_etag(self.seed, "index", host, latest), latest
+        return "application/xml; charset=utf-8", body, strong_etag(self.seed, "index", host, latest), latest
 
 
 def _decode(body: bytes, content_type: str) -> str:
@@ -661,37 +542,3 @@ def _decode(body: bytes, content_type: str) -> str:
     except UnicodeDecodeError:
         return body.decode("cp1252", errors="replace")
 
-
-def _rss(host: str, origin: str, feed_url: str, items, updated: float) -> bytes:
-    root = ET.Element("rss", version="2.0")
-    channel = _sub(root, "channel")
-    _sub(channel, "title", f"Changes on {host}")
-    _sub(channel, "link", origin + "/")
-    _sub(channel, "description", f"The latest changed pages of {host}")
-    _sub(channel, "lastBuildDate", http_date(updated))
-    for when, page, k, title, summary in items:
-        item = _sub(channel, "item")
-        _sub(item, "title", title)
-        _sub(item, "link", page)
-        _sub(item, "description", summary)
-        _sub(item, "pubDate", http_date(when))
-        _sub(item, "guid", f"{page}#version-{k}", isPermaLink="false")
-    return _xml(root)
-
-
-def _atom(host: str, origin: str, feed_url: str, items, updated: float) -> bytes:
-    root = ET.Element("feed", xmlns=ATOM_NS)
-    _sub(root, "title", f"Changes on {host}")
-    _sub(root, "id", feed_url)
-    _sub(root, "updated", w3c_datetime(updated))
-    _sub(root, "link", rel="self", href=feed_url)
-    _sub(root, "link", rel="alternate", href=origin + "/")
-    _sub(_sub(root, "author"), "name", host)
-    for when, page, k, title, summary in items:
-        entry = _sub(root, "entry")
-        _sub(entry, "title", title)
-        _sub(entry, "link", rel="alternate", href=page)
-        _sub(entry, "id", f"{page}#version-{k}")
-        _sub(entry, "updated", w3c_datetime(when))
-        _sub(entry, "summary", summary)
-    return _xml(root)

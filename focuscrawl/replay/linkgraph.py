@@ -60,7 +60,8 @@ class LinkGraph:
 
     # --- construction ----------------------------------------------------------------------------
 
-    def _node(self, link: str, kind: str = MISSING, status: int = 404) -> str:
+    def add_node(self, link: str, kind: str = MISSING, status: int = 404) -> str:
+        """The key of ``link``, made a node (``kind``, ``status``) when it is not one yet."""
         key = url_key(link)
         if key not in self.kind:
             self.kind[key] = kind
@@ -83,7 +84,7 @@ class LinkGraph:
             if target in seen:
                 continue
             seen.add(target)
-            self._node(link)
+            self.add_node(link)
             targets.append(target)
         self.out[key] = targets
 
@@ -132,9 +133,9 @@ class LinkGraph:
         every other linked URL is missing (404)."""
         graph = cls()
         for url in pages:
-            graph._node(url, PAGE, 200)
+            graph.add_node(url, PAGE, 200)
         for url in redirects or {}:
-            graph._node(url, REDIRECT, 301)
+            graph.add_node(url, REDIRECT, 301)
         for url, links in pages.items():
             graph._set_edges(url_key(url), links)
         for url, target in (redirects or {}).items():

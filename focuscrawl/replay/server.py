@@ -51,6 +51,45 @@ def _reason(status: int) -> str:
         return "Unknown"
 
 
+async def _read_head(reader: asyncio.StreamReader):
+    """Read a request head; None on a clean close before any byte."""
+    lines: list[bytes] = []
+    total = 0
+    while True:
+        try:
+            line = await reader.readline()
+        except (asyncio.LimitOverrunError, ValueError):
+            raise _BadRequest(431, "request header line too long")
+        if not line:
+            if not lines:
+                return None
+            raise asyncio.IncompleteReadError(b"", None)
+        total += len(line)
+        if total > MAX_HEAD_BYTES or len(lines) > MAX_HEADER_LINES:
+            raise _BadRequest(431, "request head too large")
+        if not line.endswith(b"\n"):
+            raise asyncio.IncompleteReadError(line, None)
+        stripped = line.rstrip(b"\r\n")
+        if not stripped:
+            if not lines:
+                continue  # tolerate blank lines before a request line (RFC 9112 2.2)
+            break
+        lines.append(stripped)
+    t_start = time.time()
+    request_line = lines[0].decode("latin-1")
+    parts = request_line.split()
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise _BadRequest(400, "malformed request line")
+    method, target, version = parts
+    headers: dict[str, str] = {}
+    for raw in lines[1:]:
+        name, sep, value = raw.decode("latin-1").partition(":")
+        if not sep or not name.strip() or name != name.strip():
+            raise _BadRequest(400, "malformed header line")
+        headers[name.strip().lower()] = value.strip()
+    return t_start, method.upper(), target, version, headers
+
+
 class ReplayProxy:
     """Answer recorded responses for recorded URLs, 404 for the rest; log every answer.
 
@@ -215,7 +254,7 @@ class ReplayProxy:
             keep_alive = True
             while keep_alive:
                 try:
-                    head = await asyncio.wait_for(self._read_head(reader), IDLE_TIMEOUT)
+                    head = await asyncio.wait_for(_read_head(reader), IDLE_TIMEOUT)
                 except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
                     break  # client closed or went idle (possibly mid-request): nothing to answer
                 except _BadRequest as exc:
@@ -250,44 +289,6 @@ class ReplayProxy:
                 writer.close()
             except Exception:  # pragma: no cover
                 pass
-
-    async def _read_head(self, reader: asyncio.StreamReader):
-        """Read a request head; None on a clean close before any byte."""
-        lines: list[bytes] = []
-        total = 0
-        while True:
-            try:
-                line = await reader.readline()
-            except (asyncio.LimitOverrunError, ValueError):
-                raise _BadRequest(431, "request header line too long")
-            if not line:
-                if not lines:
-                    return None
-                raise asyncio.IncompleteReadError(b"", None)
-            total += len(line)
-            if total > MAX_HEAD_BYTES or len(lines) > MAX_HEADER_LINES:
-                raise _BadRequest(431, "request head too large")
-            if not line.endswith(b"\n"):
-                raise asyncio.IncompleteReadError(line, None)
-            stripped = line.rstrip(b"\r\n")
-            if not stripped:
-                if not lines:
-                    continue  # tolerate blank lines before a request line (RFC 9112 2.2)
-                break
-            lines.append(stripped)
-        t_start = time.time()
-        request_line = lines[0].decode("latin-1")
-        parts = request_line.split()
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            raise _BadRequest(400, "malformed request line")
-        method, target, version = parts
-        headers: dict[str, str] = {}
-        for raw in lines[1:]:
-            name, sep, value = raw.decode("latin-1").partition(":")
-            if not sep or not name.strip() or name != name.strip():
-                raise _BadRequest(400, "malformed header line")
-            headers[name.strip().lower()] = value.strip()
-        return t_start, method.upper(), target, version, headers
 
     async def _answer(self, reader, writer, conn: int, head) -> bool:
         t_start, method, target, version, headers = head

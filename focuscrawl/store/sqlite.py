@@ -39,91 +39,18 @@ import sqlite3
 import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from typing import Any
 
 from focuscrawl.config import FocusConfig
 from focuscrawl.items import PageItem
-from focuscrawl.labelling.labels import LabelError, check_label, clean_who
+from focuscrawl.store.labels import StoreLabels
+from focuscrawl.store.schema import (BOOL_FIELDS, CRAWL_FIELDS, FIELDS, JSON_FIELDS, LABEL_FIELDS, LINKS_SCHEMA,
+                                     MAX_ANCHOR_CHARS, MAX_CONTEXT_CHARS, MAX_LINKS_PER_PAGE, MAX_LINKS_ROW_BYTES,
+                                     SCHEMA_VERSION, SQLITE_MAGIC, StoreError, add_missing_columns,
+                                     check_schema, create_schema, crawl_row, is_crawl_store, now, upgrade_to_crawls)
 from focuscrawl.urls import w3lib_canonical
 
 logger = logging.getLogger(__name__)
-
-SCHEMA_NAME = "focuscrawl-crawl-store"
-SCHEMA_VERSION = 2
-
-#: PageItem field names in declaration order: the store's columns and the keys of iter_pages()
-#: (``links`` goes to the links table, not to a column).
-_STORED = tuple(f for f in dataclasses.fields(PageItem) if f.metadata.get("column", True))
-FIELDS: tuple[str, ...] = tuple(f.name for f in _STORED)
-#: Bounds of the link table: links kept per page (in page order), characters of anchor and context.
-MAX_LINKS_PER_PAGE = 300
-MAX_ANCHOR_CHARS = 120
-MAX_CONTEXT_CHARS = 240
-#: what a row of links may inflate to: MAX_LINKS_PER_PAGE links of a URL (FOCUS_MAX_URL_LENGTH's
-#: bound is a setting: 8 KiB each here is generous), an anchor and a context, as escaped JSON
-_MAX_LINKS_ROW_BYTES = MAX_LINKS_PER_PAGE * 6 * (8192 + MAX_ANCHOR_CHARS + MAX_CONTEXT_CHARS)
-_BOOL_FIELDS = {"relevant"}
-_JSON_FIELDS = {"extra"}
-_INDEXED = ("final_url", "relevant", "score")  # (crawl, url) is the table's UNIQUE key
-
-
-def _column_type(annotation: str) -> str:
-    base = str(annotation).replace(" | None", "").strip()
-    return {"int": "INTEGER", "bool": "INTEGER", "float": "REAL"}.get(base, "TEXT")
-
-
-_COLUMNS = {f.name: _column_type(f.type) for f in _STORED}
-#: page: pages.id (a re-fetch gets a new id); n: how many links; data: zlib(JSON [[url, anchor, context], ...])
-_LINKS_SCHEMA = "CREATE TABLE links (page INTEGER PRIMARY KEY, n INTEGER NOT NULL, data BLOB NOT NULL)"
-_CRAWLS_SCHEMA = ("CREATE TABLE crawls (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL, "
-                  "resumed_at TEXT, ended_at TEXT, end_reason TEXT, model TEXT, settings TEXT, jobdir TEXT)")
-#: a person's judgement of a page: every judgement is kept (who, when); a URL's label is its latest.
-#: url: the page's requested URL; crawl: the crawl whose page was judged (None: given by URL alone)
-_LABELS_SCHEMA = ("CREATE TABLE IF NOT EXISTS labels (id INTEGER PRIMARY KEY AUTOINCREMENT, url TEXT NOT NULL, "
-                  "crawl INTEGER, label TEXT NOT NULL, who TEXT NOT NULL DEFAULT '', at TEXT NOT NULL)")
-LABEL_FIELDS = ("url", "label", "who", "at", "crawl")
-#: how every SQLite database file begins
-SQLITE_MAGIC = b"SQLite format 3\x00"
-#: the columns a crawl is described by (``crawls()``)
-CRAWL_FIELDS = ("id", "started_at", "resumed_at", "ended_at", "end_reason", "model", "settings", "jobdir")
-
-
-def _pages_schema(table: str = "pages") -> str:
-    """pages: a row per (crawl, requested URL); ``exported``: a durable feed has the page."""
-    columns = ", ".join(f"{name} {ctype}" + (" NOT NULL" if name == "url" else "") for name, ctype in _COLUMNS.items())
-    # id orders rows by (latest) fetch; AUTOINCREMENT never reuses an id after a replace.
-    return (f"CREATE TABLE {table} (id INTEGER PRIMARY KEY AUTOINCREMENT, crawl INTEGER NOT NULL, {columns}, "
-            f"exported INTEGER NOT NULL DEFAULT 0, UNIQUE (crawl, url))")
-
-
-def _crawl_row(row, extra: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A crawls row (CRAWL_FIELDS, then ``extra``) as a dict, its settings decoded."""
-    crawl = dict(zip((*CRAWL_FIELDS, *extra), row))
-    try:
-        crawl["settings"] = json.loads(crawl["settings"]) if crawl["settings"] else {}
-    except ValueError:
-        crawl["settings"] = {}
-    return crawl
-
-
-def is_crawl_store(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a file that starts as an SQLite database does (what a crawl store is;
-    opening it says whether it is one of ours). Unreadable or absent: False."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
-    except OSError:
-        return False
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-class StoreError(Exception):
-    """The store cannot be used (missing, not a focuscrawl store, corrupt); a one-line message."""
-
 
 def resolve_store_path(config: FocusConfig) -> str:
     """Where the crawl store lives: FOCUS_STORE, else JOBDIR/crawl.db, else ./crawl.db.
@@ -173,9 +100,9 @@ def _unpack_links(data: bytes) -> list[tuple[str, str, str]]:
     """A page's links; a damaged row is logged and read as none, so one bad row loses one page's links."""
     try:
         inflate = zlib.decompressobj()
-        raw = inflate.decompress(data, _MAX_LINKS_ROW_BYTES)
+        raw = inflate.decompress(data, MAX_LINKS_ROW_BYTES)
         if inflate.unconsumed_tail:  # more than any row add_page writes: not one of its rows
-            raise ValueError(f"a row of links inflates past {_MAX_LINKS_ROW_BYTES} bytes")
+            raise ValueError(f"a row of links inflates past {MAX_LINKS_ROW_BYTES} bytes")
         rows = json.loads(raw.decode("utf-8"))
         if not isinstance(rows, list) or not all(isinstance(row, list) and len(row) == 3 for row in rows):
             raise ValueError("not a list of [url, anchor, context] rows")
@@ -191,7 +118,27 @@ def _links_of(crawl: int | None) -> tuple[str, tuple]:
     return (" WHERE p.crawl = ?", (int(crawl),)) if crawl is not None else ("", ())
 
 
-class CrawlStore:
+def _pages_where(min_score: float | None, relevant_only: bool, unique_only: bool, crawl: int | None = None,
+                 exported: bool | None = None) -> tuple[str, list[Any]]:
+    """The WHERE clause and parameters that keep the pages asked for (``iter_pages``, ``count``)."""
+    clauses, params = [], []
+    if crawl is not None:
+        clauses.append("crawl = ?")
+        params.append(int(crawl))
+    if exported is not None:
+        clauses.append("exported = ?")
+        params.append(int(bool(exported)))
+    if min_score is not None:
+        clauses.append("score >= ?")
+        params.append(float(min_score))
+    if relevant_only:
+        clauses.append("relevant = 1")
+    if unique_only:
+        clauses.append("duplicate_of IS NULL")
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+class CrawlStore(StoreLabels):
     """A SQLite file of fetched pages, keyed by crawl and requested URL (a re-fetch in the same
     crawl replaces the row).
 
@@ -227,13 +174,13 @@ class CrawlStore:
             if not tables:
                 if not create:
                     raise StoreError(f"{self.path} is an empty database, not a focuscrawl crawl store")
-                self._create_schema()
+                create_schema(self._db)
                 tables = {"links"}
             else:
-                version = self._check_schema(tables)
-                self._add_missing_columns()
+                version = check_schema(self._db, self.path, tables)
+                add_missing_columns(self._db)
                 if version < 2:
-                    self._upgrade_to_crawls()
+                    upgrade_to_crawls(self._db, self.path)
             self._links_table = "links" in tables
             self._labels_table = "labels" in tables
         except sqlite3.DatabaseError as exc:
@@ -243,81 +190,11 @@ class CrawlStore:
             self._abandon()
             raise
 
-    # --- schema -------------------------------------------------------------------------------
-
-    def _create_schema(self) -> None:
-        conn = self._db
-        with conn:
-            conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            conn.executemany(
-                "INSERT INTO meta (key, value) VALUES (?, ?)",
-                [
-                    ("schema", SCHEMA_NAME),
-                    ("schema_version", str(SCHEMA_VERSION)),
-                    ("created_at", _now()),
-                ],
-            )
-            conn.execute(_CRAWLS_SCHEMA)
-            conn.execute(_pages_schema())
-            self._create_indexes()
-            conn.execute(_LINKS_SCHEMA)
-
-    def _create_indexes(self) -> None:
-        for name in _INDEXED:
-            self._db.execute(f"CREATE INDEX IF NOT EXISTS pages_{name} ON pages ({name})")
-
-    def _upgrade_to_crawls(self) -> None:
-        """Schema 1 -> 2: the pages of a store written before crawl ids become crawl 1 (counted as
-        exported: its feeds are not known), keeping their ids, so their links stay theirs."""
-        conn = self._db
-        meta = dict(conn.execute("SELECT key, value FROM meta"))
-        names = ", ".join(_COLUMNS)
-        try:
-            with conn:
-                conn.execute(_CRAWLS_SCHEMA)
-                conn.execute("INSERT INTO crawls (id, started_at, end_reason) VALUES (1, ?, ?)",
-                             (meta.get("created_at") or _now(), "written before crawl ids"))
-                conn.execute(_pages_schema("pages_v2"))
-                conn.execute(f"INSERT INTO pages_v2 (id, crawl, {names}, exported) "
-                             f"SELECT id, 1, {names}, 1 FROM pages")
-                conn.execute("DROP TABLE pages")
-                conn.execute("ALTER TABLE pages_v2 RENAME TO pages")
-                self._create_indexes()
-                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"{self.path} was written by an older focuscrawl and cannot be upgraded "
-                             f"here ({exc}); open it once where it is writable") from exc
-        logger.info("crawl store %s upgraded: its pages are crawl 1", self.path)
-
-    def _check_schema(self, tables: set[str]) -> int:
-        if "meta" not in tables or "pages" not in tables:
-            raise StoreError(f"{self.path} is a SQLite file but not a focuscrawl crawl store")
-        meta = dict(self._db.execute("SELECT key, value FROM meta"))
-        if meta.get("schema") != SCHEMA_NAME:
-            raise StoreError(f"{self.path} is a SQLite file but not a focuscrawl crawl store")
-        try:
-            version = int(meta.get("schema_version", ""))
-        except ValueError:
-            raise StoreError(f"{self.path} has an unreadable schema version") from None
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path} was written by a newer focuscrawl (store schema {version}, this one reads {SCHEMA_VERSION})"
-            )
-        return version
-
-    def _add_missing_columns(self) -> None:
-        present = {row[1] for row in self._db.execute("PRAGMA table_info(pages)")}
-        missing = [name for name in _COLUMNS if name not in present]
-        if missing:
-            with self._db:
-                for name in missing:
-                    self._db.execute(f"ALTER TABLE pages ADD COLUMN {name} {_COLUMNS[name]}")
-
     def _add_links_table(self) -> None:
         """An older store gets the links table when it is written to (a reader leaves it as it is,
         so ``has_links`` can tell a store that never recorded links)."""
         with self._db:
-            self._db.execute(_LINKS_SCHEMA)
+            self._db.execute(LINKS_SCHEMA)
         self._links_table = True
 
     @property
@@ -360,7 +237,7 @@ class CrawlStore:
             with self._db:
                 cursor = self._db.execute(
                     "INSERT INTO crawls (started_at, model, settings, jobdir) VALUES (?, ?, ?, ?)",
-                    (_now(), model, json.dumps(dict(settings or {}), sort_keys=True, default=str), jobdir))
+                    (now(), model, json.dumps(dict(settings or {}), sort_keys=True, default=str), jobdir))
         self.crawl_id = int(cursor.lastrowid)
         return self.crawl_id
 
@@ -372,7 +249,7 @@ class CrawlStore:
         with self._failing("write to"):
             with self._db:
                 self._db.execute("UPDATE crawls SET resumed_at = ?, ended_at = NULL, end_reason = NULL WHERE id = ?",
-                                 (_now(), crawl_id))
+                                 (now(), crawl_id))
         self.crawl_id = int(crawl_id)
 
     def end_crawl(self, reason: str | None = None) -> None:
@@ -383,7 +260,7 @@ class CrawlStore:
         with self._failing("write to"):
             with self._db:
                 self._db.execute("UPDATE crawls SET ended_at = ?, end_reason = ? WHERE id = ?",
-                                 (_now(), reason, self.crawl_id))
+                                 (now(), reason, self.crawl_id))
 
     def crawls(self) -> list[dict[str, Any]]:
         """Every crawl, oldest first: its CRAWL_FIELDS (``settings`` decoded), ``pages`` and
@@ -393,7 +270,7 @@ class CrawlStore:
                "FROM crawls c LEFT JOIN pages p ON p.crawl = c.id GROUP BY c.id ORDER BY c.id")
         with self._failing("read"):
             rows = self._db.execute(sql).fetchall()
-        return [_crawl_row(row, ("pages", "relevant")) for row in rows]
+        return [crawl_row(row, ("pages", "relevant")) for row in rows]
 
     def crawl(self, crawl_id: int) -> dict[str, Any] | None:
         """One crawl's CRAWL_FIELDS (``settings`` decoded), read from its row alone (no page
@@ -401,7 +278,7 @@ class CrawlStore:
         with self._failing("read"):
             row = self._db.execute(f"SELECT {', '.join(CRAWL_FIELDS)} FROM crawls WHERE id = ?",
                                    (int(crawl_id),)).fetchone()
-        return _crawl_row(row) if row else None
+        return crawl_row(row) if row else None
 
     def crawl_model(self, crawl: int | None = None) -> tuple[str, int] | None:
         """(path, crawl id) of the topic model ``crawl`` used (None: the latest crawl that names
@@ -446,9 +323,9 @@ class CrawlStore:
         row = []
         for name in FIELDS:
             value = data.get(name)
-            if name in _JSON_FIELDS:
+            if name in JSON_FIELDS:
                 value = json.dumps(value or {}, ensure_ascii=False, default=str)
-            elif name in _BOOL_FIELDS:
+            elif name in BOOL_FIELDS:
                 value = int(bool(value))
             row.append(value)
         names = ", ".join(FIELDS)
@@ -507,116 +384,7 @@ class CrawlStore:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # --- labels -------------------------------------------------------------------------------
-
-    def add_label(self, url: str, label: str, *, who: str | None = "", crawl: int | None = None) -> dict[str, Any]:
-        """Record a person's judgement of the stored page requested (or finally fetched) as ``url``:
-        ``label`` is one of focuscrawl.labelling.LABELS. Committed at once (a label is a person's
-        work). Returns the label as ``labels()`` gives it. A page the store does not hold (in
-        ``crawl``, when given) is a LabelError."""
-        value = check_label(label)
-        page = self._page_row(url, crawl)
-        if page is None:
-            where = f" in crawl {crawl}" if crawl is not None else ""
-            raise LabelError(f"the crawl store {self.path} holds no page {url!r}{where}")
-        page_url, page_crawl = page
-        row = {"url": page_url, "label": value, "who": clean_who(who), "at": _now(), "crawl": page_crawl}
-        with self._failing("write to"):
-            with self._db:
-                if not self._labels_table:
-                    self._db.execute(_LABELS_SCHEMA)
-                    self._labels_table = True
-                self._db.execute("INSERT INTO labels (url, label, who, at, crawl) VALUES (?, ?, ?, ?, ?)",
-                                 (row["url"], row["label"], row["who"], row["at"], row["crawl"]))
-        self._pending = 0  # ``with self._db`` committed the pages pending too
-        return row
-
-    def _page_row(self, url: str, crawl: int | None) -> tuple[str, int] | None:
-        """(requested url, crawl) of the latest stored fetch of ``url`` (requested or final)."""
-        where = "(url = ? OR final_url = ?)" + (" AND crawl = ?" if crawl is not None else "")
-        params = (url, url) + ((int(crawl),) if crawl is not None else ())
-        with self._failing("read"):
-            return self._db.execute(f"SELECT url, crawl FROM pages WHERE {where} ORDER BY id DESC LIMIT 1",
-                                    params).fetchone()
-
-    def _has_labels(self) -> bool:
-        """Whether the labels table exists: another process (``scrapy label`` beside a running
-        crawl) may have created it since this store was opened."""
-        if not self._labels_table:
-            with self._failing("read"):
-                self._labels_table = self._db.execute(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'labels'").fetchone() is not None
-        return self._labels_table
-
-    def labels(self, crawl: int | None = None, *, history: bool = False,
-               final_urls: bool = False) -> list[dict[str, Any]]:
-        """The labels given to the pages of ``crawl`` (None: of every crawl), oldest first, each a
-        dict of LABEL_FIELDS: each URL's latest judgement, or every judgement with ``history``;
-        with ``final_urls``, also ``final_url``, the URL the labelled page's fetch ended at.
-        Empty in a store no label was ever given in."""
-        if not self._has_labels():
-            return []
-        fields = ", ".join(f"l.{name}" for name in LABEL_FIELDS)
-        names = LABEL_FIELDS
-        if final_urls:
-            # a label names its page's crawl (add_label finds it): one look-up in UNIQUE (crawl, url)
-            fields += ", (SELECT p.final_url FROM pages p WHERE p.crawl = l.crawl AND p.url = l.url)"
-            names = (*LABEL_FIELDS, "final_url")
-        where, params = ("WHERE crawl = ?", [int(crawl)]) if crawl is not None else ("", [])
-        if history:
-            sql = f"SELECT {fields} FROM labels l {where} ORDER BY l.id"
-        else:
-            sql = (f"SELECT {fields} FROM labels l WHERE l.id IN "
-                   f"(SELECT MAX(id) FROM labels {where} GROUP BY url) ORDER BY l.id")
-        with self._failing("read"):
-            return [dict(zip(names, row)) for row in self._db.execute(sql, params)]
-
-    def remove_label(self, given: Mapping[str, Any]) -> bool:
-        """Take back a label ``add_label`` returned (``given``), if it is still its page's latest
-        judgement: the undo of a key pressed by mistake. The page is left as it was before, with
-        its earlier label or none (back in the labelling queue), and no reader has to know about
-        withdrawn labels. A key pressed by mistake is not a judgement, so its row goes; a change
-        of mind is a new label, and history keeps both. False, and nothing removed, when the page
-        has been judged again since: that later judgement stands."""
-        if not self._has_labels():
-            return False
-        with self._failing("write to"):
-            with self._db:
-                removed = self._db.execute(
-                    "DELETE FROM labels WHERE id = (SELECT MAX(id) FROM labels WHERE url = ?) "
-                    "AND label = ? AND who = ? AND at = ? AND crawl IS ?",
-                    (given["url"], given["label"], given["who"], given["at"], given["crawl"])).rowcount
-        self._pending = 0  # ``with self._db`` committed the pages pending too
-        return removed == 1
-
-    def label_of(self, url: str) -> str | None:
-        """The latest label of the page requested as ``url``, or None."""
-        if not self._has_labels():
-            return None
-        with self._failing("read"):
-            row = self._db.execute("SELECT label FROM labels WHERE url = ? ORDER BY id DESC LIMIT 1", (url,)).fetchone()
-        return None if row is None else row[0]
-
     # --- reading ------------------------------------------------------------------------------
-
-    @staticmethod
-    def _where(min_score: float | None, relevant_only: bool, unique_only: bool, crawl: int | None = None,
-               exported: bool | None = None) -> tuple[str, list[Any]]:
-        clauses, params = [], []
-        if crawl is not None:
-            clauses.append("crawl = ?")
-            params.append(int(crawl))
-        if exported is not None:
-            clauses.append("exported = ?")
-            params.append(int(bool(exported)))
-        if min_score is not None:
-            clauses.append("score >= ?")
-            params.append(float(min_score))
-        if relevant_only:
-            clauses.append("relevant = 1")
-        if unique_only:
-            clauses.append("duplicate_of IS NULL")
-        return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
     def iter_pages(
         self, min_score: float | None = None, relevant_only: bool = False, unique_only: bool = False,
@@ -628,7 +396,7 @@ class CrawlStore:
         ``relevant_only`` keeps relevant pages; ``unique_only`` leaves out duplicates; ``crawl``
         keeps one crawl's pages (None: every crawl's); ``exported`` keeps the pages a durable feed
         has (True) or has not (False)."""
-        where, params = self._where(min_score, relevant_only, unique_only, crawl, exported)
+        where, params = _pages_where(min_score, relevant_only, unique_only, crawl, exported)
         with self._failing("read"):
             cursor = self._db.execute(f"SELECT {', '.join(FIELDS)} FROM pages{where} ORDER BY id", params)
             while rows := cursor.fetchmany(500):
@@ -651,7 +419,7 @@ class CrawlStore:
     def count(self, min_score: float | None = None, relevant_only: bool = False, unique_only: bool = False,
               crawl: int | None = None, exported: bool | None = None) -> int:
         """How many pages iter_pages() with the same filters would yield."""
-        where, params = self._where(min_score, relevant_only, unique_only, crawl, exported)
+        where, params = _pages_where(min_score, relevant_only, unique_only, crawl, exported)
         with self._failing("read"):
             return self._db.execute(f"SELECT COUNT(*) FROM pages{where}", params).fetchone()[0]
 
@@ -693,9 +461,9 @@ class CrawlStore:
     @staticmethod
     def _decode(row: tuple[Any, ...]) -> dict[str, Any]:
         page = dict(zip(FIELDS, row))
-        for name in _BOOL_FIELDS:
+        for name in BOOL_FIELDS:
             page[name] = bool(page[name])
-        for name in _JSON_FIELDS:
+        for name in JSON_FIELDS:
             try:
                 page[name] = json.loads(page[name]) if page[name] else {}
             except ValueError:
@@ -708,5 +476,5 @@ class CrawlStore:
             return dict(self._db.execute("SELECT key, value FROM meta"))
 
 
-__all__ = ["CRAWL_FIELDS", "FIELDS", "LABEL_FIELDS", "MAX_LINKS_PER_PAGE", "SCHEMA_VERSION", "SQLITE_MAGIC", "CrawlStore",
+__all__ = ["CRAWL_FIELDS", "FIELDS", "LABEL_FIELDS", "MAX_ANCHOR_CHARS", "MAX_CONTEXT_CHARS", "MAX_LINKS_PER_PAGE", "SCHEMA_VERSION", "SQLITE_MAGIC", "CrawlStore",
            "StoreError", "is_crawl_store", "resolve_store_path"]

@@ -1,4 +1,4 @@
-"""What ``scrapy render-server`` may fetch: the crawl's rules on private networks
+"""What a render may fetch, for ``scrapy render-server`` and the crawl's own browser: the crawl's rules on private networks
 (``focuscrawl.safety``), so that a Splash-compatible service anyone can reach is not a door into the
 machine's own network (a render of ``http://127.0.0.1:6379/`` or of the cloud's metadata service).
 
@@ -9,13 +9,13 @@ Asked about every request a render makes (the page, its redirects, every subreso
   directly; through a proxy, the proxy resolves it (as in the crawl: only literal addresses are
   judged), and the proxy is the operator's choice;
 - the browser itself is launched with the crawl's proxy auto-configuration
-  (``browser.proxy_script``), which sends a direct connection to a name resolving into a refused
+  (``chromium.proxy_script``), which sends a direct connection to a name resolving into a refused
   network nowhere, at the moment Chromium resolves it: a redirect, which Playwright's route never
   sees, is refused there too.
 
 ``--allow-private-networks`` (``NetworkPolicy(allow_all=True)``) lifts the rules,
 ``-s FOCUS_ALLOWED_NETWORKS=...`` lifts them for some networks. The crawl's own browser
-(``browser.RenderGuard``) judges the names its pages load with the same ``refusal``.
+(``browser.guard.RenderGuard``) judges the names its pages load with the same ``refusal``.
 """
 
 from __future__ import annotations
