@@ -41,6 +41,11 @@ class Scripts:
         self.sources = sources
         self.shas = {name: client.script_load(source) for name, source in sources.items()}
 
+    def add(self, name: str, source: str) -> None:
+        """Another part's script, run by name too (and reloaded with the others)."""
+        self.sources[name] = source
+        self.shas[name] = self.client.script_load(source)
+
     def command(self, name: str, *args: Any) -> tuple:
         """The EVALSHA command of script ``name`` with ``args`` (keys: none; the scripts build
         their key names from the crawl's prefix, passed first)."""
@@ -72,9 +77,18 @@ class WriteBehind:
     def __len__(self) -> int:
         return len(self._pending)
 
-    def defer(self, command: tuple, on_reply: Callable[[Any], None] | None = None) -> None:
-        """``command`` sent with the next one answered, in order; ``on_reply(reply)`` then."""
-        self._queue(list(command), on_reply, None)
+    def defer(self, command: tuple, on_reply: Callable[[Any], None] | None = None) -> list:
+        """``command`` sent with the next one answered, in order; ``on_reply(reply)`` then.
+        Returns a handle for ``withdraw``."""
+        return self._queue(list(command), on_reply, None)
+
+    def withdraw(self, handle: list) -> bool:
+        """The command deferred as ``handle`` taken back, if it is still pending (True)."""
+        for i in range(len(self._pending) - 1, -1, -1):
+            if self._pending[i] is handle:
+                del self._pending[i]
+                return True
+        return False
 
     def defer_joined(self, head: tuple, args: tuple, on_reply: Callable[[Any, int], None]) -> None:
         """``head + args``, or only ``args`` appended to the last command pending when it started
@@ -87,12 +101,14 @@ class WriteBehind:
             return
         self._queue([*head, *args], on_reply, head)
 
-    def _queue(self, command: list, on_reply, key) -> None:
+    def _queue(self, command: list, on_reply, key) -> list:
         if not self._pending:
             self._since = self.clock()
-        self._pending.append([command, on_reply, key, 1])
+        item = [command, on_reply, key, 1]
+        self._pending.append(item)
         if self.max_age is None:
             self.flush()
+        return item
 
     def due(self) -> bool:
         """Whether the oldest pending command has waited ``max_age``."""

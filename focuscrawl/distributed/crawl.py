@@ -59,8 +59,11 @@ class SharedCrawl:
         # the learner syncs on the reactor thread, and a failed sync is simply retried next period:
         # its client gives up at once rather than retrying (which would hold every download)
         sync_client = connect(config.frontier_url, socket_timeout=LEARNER_SYNC_TIMEOUT, retries=0)
-        crawl = cls(client, keys, frontier, RedisSeenSet(client, keys),
-                    LearnerSync(sync_client, keys, frontier.worker))
+        seen = RedisSeenSet(client, keys)
+        # a link's seen-set add goes with its push, in one script: no round trip a link
+        seen.write_behind(frontier.writes)
+        frontier.seen_claim = seen.claim
+        crawl = cls(client, keys, frontier, seen, LearnerSync(sync_client, keys, frontier.worker))
         logger.info("worker %s of the shared crawl %r at %s", frontier.worker, config.crawl_id,
                     config.frontier_url)
         return crawl

@@ -124,6 +124,8 @@ class SharedFrontier:
         # worker's at release (JSON strings, '' to leave them as they are)
         self.on_lease: Callable[[str, bytes | None, bytes | None], None] | None = None
         self.host_state: Callable[[str], tuple[str, str]] | None = None
+        # the seen set's add of a link, taken back to be done by the link's push (RedisSeenSet.claim)
+        self.seen_claim: Callable[[str], Any] | None = None
         self._seq = 0
         self._seq_end = 0
         self._size_at = -1.0
@@ -231,8 +233,12 @@ class SharedFrontier:
         pruned to stay within capacity (usually none). With write-behind, the links of a page
         join one PUSH, sent with the next command answered."""
         record = self._record(entry)
+        claim = self.seen_claim(entry.url) if self.seen_claim is not None else None
+        if claim is False:  # its add went on its own meanwhile: another worker had queued it
+            return []
         self._pushing += 1
-        self.writes.defer_joined(self._push_head, (host, 1, record), self._pushed)
+        group = (host, 0, *claim, record) if isinstance(claim, tuple) else (host, 1, record)
+        self.writes.defer_joined(self._push_head, group, self._pushed)
         if self._size + self._pushing > self.capacity * (1 + self.prune_slack):
             self.flush()
             if self._size > self.capacity * (1 + self.prune_slack):

@@ -34,6 +34,8 @@ with Lua's ``<`` (which collates by the server's locale).
 
 from __future__ import annotations
 
+from focuscrawl.distributed.seen import SEEN_ADD
+
 #: the order key and seq of a record (frontier/records.py KEY): what orders hosts in ``ready``
 KEY_BYTES = 12
 
@@ -100,9 +102,11 @@ local function reap_host(h, t)
 end
 """ % {"key": KEY_BYTES}
 
-#: ARGV: P, then for each host: HOST, N, N RECORDs -> records queued in the crawl (a record already
+#: ARGV: P, then for each host: HOST, N, N RECORDs, or HOST, 0, SEEN STATE, SEEN BASE, MIN_LEVEL,
+#: LOAD, HI, LO, RECORD: the record queued only if its URL's fingerprint (HI, LO) is new to the
+#: crawl's seen set (``seen.py``), which it joins -> records queued in the crawl (a record already
 #: queued is not added twice). A page's links, whatever their hosts, go in one call.
-PUSH = _COMMON + """
+PUSH = _COMMON + SEEN_ADD + """
 local size = nil
 local t = nil
 local i = 2
@@ -110,14 +114,23 @@ while i <= #ARGV do
   local h, n = ARGV[i], tonumber(ARGV[i + 1])
   local q = P .. 'q:' .. h
   local added, best = 0, nil
-  for j = i + 2, i + 1 + n do
+  local first, last, after = i + 2, i + 1 + n, i + 2 + n
+  if n == 0 then
+    first, after = i + 8, i + 9
+    last = first
+    if seen_add(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]) == 0 then
+      last = first - 1  -- another worker queued the URL first
+      redis.call('HINCRBY', P .. 'stats', 'late_duplicates', 1)
+    end
+  end
+  for j = first, last do
     local rec = ARGV[j]
     if redis.call('ZADD', q, 0, rec) == 1 then
       added = added + 1
       if not best or less(rec, best) then best = rec end
     end
   end
-  i = i + 2 + n
+  i = after
   if added > 0 then
     size = redis.call('INCRBY', P .. 'size', added)
     local st = redis.call('HGET', P .. 'state', h)
