@@ -5,9 +5,9 @@ A worker's writes to the shared frontier mostly need no answer before the crawl 
 links of a page, a host released, a page done, the request counted, a host expected free. Each
 one a round trip cost a worker about as much as the rest of its work for a page. ``WriteBehind``
 keeps them in order and sends them in one pipeline with the next command that must be answered
-(a pop, a seen-set add), or on its own once the oldest has waited ``max_age`` seconds, so they
-reach Redis within a bound whatever the crawl does. Pipelined commands run in the order sent, on
-one connection, so a write never overtakes another, nor the read that follows it.
+(a pop, a read), or on its own once the oldest has waited ``max_age`` seconds (the crawl looks
+at every turn of its scheduler), so they reach Redis within a bound. Pipelined commands run in
+the order sent, on one connection, so a write never overtakes another, nor the read after it.
 
 Nothing here makes a write less safe to lose than before: a worker killed with writes not sent
 loses what a worker killed just before sending them lost (its leases run out, its pages not done
@@ -71,8 +71,6 @@ class WriteBehind:
         # [command, on_reply, join key, commands joined in it]
         self._pending: list[list] = []
         self._since = 0.0  # when the oldest pending command was deferred
-        self.round_trips = 0  # pipelines and single commands sent (for the benchmark's counts)
-        self.sent = 0  # commands sent, deferred or not
 
     def __len__(self) -> int:
         return len(self._pending)
@@ -133,8 +131,6 @@ class WriteBehind:
     def _send(self, commands: list[tuple]) -> list[Any]:
         pending, self._pending = self._pending, []
         todo = [item[0] for item in pending] + list(commands)
-        self.round_trips += 1
-        self.sent += len(todo)
         if len(todo) == 1:
             replies = [self._single(todo[0])]
         else:

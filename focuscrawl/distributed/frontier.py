@@ -371,12 +371,12 @@ class SharedFrontier:
         # sent with the next command answered: the host's delay runs from then on Redis's clock,
         # so a host released late is only contacted later, never sooner
         self._defer("RELEASE", host, token, self.worker, f"{delay:.6f}", url, timing, robots,
-                    on_reply=lambda ok, host=host: self._released(host, ok))
+                    on_reply=lambda ok, host=host: self._release_answered(host, ok))
         if self._wait is None or self._wait > now + delay:
             self._wait = now + delay  # this worker knows the host's time before Redis says it
 
     @staticmethod
-    def _released(host: str, ok) -> None:
+    def _release_answered(host: str, ok) -> None:
         if ok != 1:
             logger.warning("the lease on %s ran out before its request finished: another worker may have "
                            "fetched from it meanwhile", host)
