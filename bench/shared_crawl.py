@@ -136,14 +136,15 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--topic", default="course")
     parser.add_argument("--model", default=None, help="default: ../models/TOPIC.joblib beside the project")
+    parser.add_argument("--webkb", type=Path, default=WEBKB, help=f"WebKB's folder (default {WEBKB})")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
     opts = parser.parse_args()
     model = opts.model or str(ROOT.parent / "models" / f"{opts.topic}.joblib")
     counts = [int(n) for n in opts.workers.split(",")]
-    web = RecordedWeb.from_warcs([str(WEBKB / "webkb.warc.gz")])
-    relevance = Relevance(load_labels(WEBKB / "labels.tsv"), [opts.topic],
-                          SamePage.for_graph(LinkGraph.from_web(web), load_aliases(WEBKB / "aliases.tsv")))
+    web = RecordedWeb.from_warcs([str(opts.webkb / "webkb.warc.gz")])
+    relevance = Relevance(load_labels(opts.webkb / "labels.tsv"), [opts.topic],
+                          SamePage.for_graph(LinkGraph.from_web(web), load_aliases(opts.webkb / "aliases.tsv")))
     results: dict[int, list[dict]] = {n: [] for n in counts}
     with tempfile.TemporaryDirectory(prefix="focus-shared-") as tmp:
         server = RedisServer.start(Path(tmp))

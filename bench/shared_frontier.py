@@ -52,7 +52,7 @@ def fill(frontier: SharedFrontier, maker: UrlMaker, n: int, chunk: int = 2000) -
     for start in range(0, n, chunk):
         pipe = frontier.client.pipeline(transaction=False)
         for host, url, priority, payload, feats in maker.chunk(min(chunk, n - start), "crawler"):
-            push(args=[frontier.prefix, host, frontier._record(Entry(priority, url, payload, feats, 0))], client=pipe)
+            push(args=[frontier.prefix, host, 1, frontier._record(Entry(priority, url, payload, feats, 0))], client=pipe)
         pipe.execute()
 
 

@@ -32,6 +32,7 @@ class _Waits:
 
     def __init__(self) -> None:
         self.seconds = 0.0
+        self.round_trips = 0  # commands or pipelines the main thread sent
         self.main = threading.main_thread().ident
 
 
@@ -42,6 +43,12 @@ def _timed(connection_class: type) -> type:
     """``connection_class`` whose replies are timed on the main thread (``WAITS``)."""
 
     class Timed(connection_class):
+        def send_packed_command(self, *args, **kwargs):
+            # one call a command or a pipeline: a round trip
+            if threading.get_ident() == WAITS.main:
+                WAITS.round_trips += 1
+            return super().send_packed_command(*args, **kwargs)
+
         def read_response(self, *args, **kwargs):
             if threading.get_ident() != WAITS.main:
                 return super().read_response(*args, **kwargs)
@@ -64,6 +71,11 @@ def redis_module():
 def reactor_wait() -> float:
     """Seconds the reactor's thread has waited for Redis so far (see ``_Waits``)."""
     return WAITS.seconds
+
+
+def round_trips() -> int:
+    """Commands and pipelines the reactor's thread has sent to Redis so far."""
+    return WAITS.round_trips
 
 
 class RedisUnavailable(RuntimeError):
@@ -103,4 +115,4 @@ def connect(url: str, *, decode_responses: bool = False, socket_timeout: float =
     return client
 
 
-__all__ = ["SHARED_CRAWL", "Keys", "RedisUnavailable", "connect", "reactor_wait", "redis_module"]
+__all__ = ["SHARED_CRAWL", "Keys", "RedisUnavailable", "connect", "reactor_wait", "redis_module", "round_trips"]

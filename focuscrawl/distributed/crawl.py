@@ -16,7 +16,8 @@ import time
 from typing import Any
 
 from focuscrawl.config import FocusConfig
-from focuscrawl.distributed.connection import Keys, connect
+from focuscrawl.distributed.batch import MAX_AGE
+from focuscrawl.distributed.connection import Keys, connect, round_trips
 from focuscrawl.distributed.frontier import SharedFrontier
 from focuscrawl.politeness.gate import HostGate
 
@@ -41,6 +42,7 @@ class SharedCrawl:
         self._next_beat = 0.0
         self._released = 0
         self._released_at = -1.0
+        self._counted = 0  # page requests this worker released
         self.reaped = [0, 0, 0]
 
     @classmethod
@@ -50,13 +52,18 @@ class SharedCrawl:
 
         client = connect(config.frontier_url)
         keys = Keys(config.crawl_id)
+        # writes nothing waits for ride with the next command answered: a page's links, its host
+        # released, the page done and counted cost one round trip together, not one each
         frontier = SharedFrontier(client, keys, codec, serializer, capacity=config.frontier_capacity,
-                                  worker_timeout=config.worker_timeout)
+                                  worker_timeout=config.worker_timeout, write_behind=MAX_AGE)
         # the learner syncs on the reactor thread, and a failed sync is simply retried next period:
         # its client gives up at once rather than retrying (which would hold every download)
         sync_client = connect(config.frontier_url, socket_timeout=LEARNER_SYNC_TIMEOUT, retries=0)
-        crawl = cls(client, keys, frontier, RedisSeenSet(client, keys),
-                    LearnerSync(sync_client, keys, frontier.worker))
+        seen = RedisSeenSet(client, keys)
+        # a link's seen-set add goes with its push, in one script: no round trip a link
+        seen.write_behind(frontier.writes)
+        frontier.seen_claim = seen.claim
+        crawl = cls(client, keys, frontier, seen, LearnerSync(sync_client, keys, frontier.worker))
         logger.info("worker %s of the shared crawl %r at %s", frontier.worker, config.crawl_id,
                     config.frontier_url)
         return crawl
@@ -103,15 +110,21 @@ class SharedCrawl:
         self.frontier.expect_free(host, latency + self.gate.delays.next_ready(host, timing, now) - now)
 
     def count_release(self) -> int:
-        """A page request released: the crawl's requests so far (all workers)."""
-        self._released = int(self.client.incr(self.keys("released")))
-        self._released_at = time.monotonic()
+        """A page request released: the crawl's requests so far (all workers), as this worker
+        knows them (the crawl's counter answers with the next command sent)."""
+        self._released += 1
+        self._counted += 1
+        self.frontier.writes.defer(("INCR", self.keys("released")), self._count_read)
         return self._released
+
+    def _count_read(self, count) -> None:
+        self._released = max(self._released, int(count))
+        self._released_at = time.monotonic()
 
     def released(self) -> int:
         now = time.monotonic()
         if now - self._released_at > BUDGET_CACHE_SECONDS:
-            self._released = int(self.client.get(self.keys("released")) or 0)
+            self._released = max(self._released, int(self.frontier.writes.call("GET", self.keys("released")) or 0))
             self._released_at = now
         return self._released
 
@@ -126,6 +139,7 @@ class SharedCrawl:
     def tick(self, now: float, learner) -> bool:
         """Heartbeat, reaping and learner sync, each at its own pace (cheap when not due). True
         when the learner took up other workers' learning (the frontier's entries are then stale)."""
+        self.frontier.flush_if_due()
         if now >= self._next_beat:
             self._next_beat = now + self.frontier.heartbeat_seconds
             reaped = self.frontier.heartbeat()
@@ -141,6 +155,8 @@ class SharedCrawl:
         if self.learner_sync is not None and learner is not None:
             self.learner_sync.close(learner)  # (a failure is logged: the crawl is over either way)
         self.frontier.leave()
+        logger.info("shared crawl: %d round trips to Redis, %d page requests counted by this worker",
+                    round_trips(), self._counted)
 
 
 __all__ = ["SharedCrawl"]

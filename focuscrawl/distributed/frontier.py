@@ -32,6 +32,7 @@ from typing import Any
 
 from focuscrawl.config import DEFAULTS
 from focuscrawl.distributed import scripts
+from focuscrawl.distributed.batch import Scripts, WriteBehind
 from focuscrawl.distributed.connection import Keys, redis_module
 from focuscrawl.frontier.entries import Codec, Entry, decode, encode
 from focuscrawl.frontier.records import KEY, ORDER, priority_of, record_version
@@ -54,6 +55,9 @@ SEQ_BLOCK = 4096
 PROMOTE_LIMIT = 256
 #: how long a worker trusts its reading of the frontier's size and next ready time
 SIZE_CACHE_SECONDS = 0.2
+#: the frontier's Lua scripts (``scripts.py``)
+SCRIPTS = ("PUSH", "POP", "PEEK", "SWAP", "REQUEUE", "RELEASE", "DONE", "HEARTBEAT", "REAP", "DROP_HOST", "DROP",
+           "RETAKE", "BEST_SOON", "REFRESH", "STALE_TOPS", "SWAP_MANY")
 #: how soon a worker with nothing ready looks again: other workers queue URLs and free hosts
 #: at any moment, and nothing tells this process
 POLL_SECONDS = 0.25
@@ -81,12 +85,17 @@ class SharedFrontier:
     """``Frontier``'s interface over a crawl's Redis keys (``keys``). ``codec`` packs entries (a
     record must hold its request: nothing can stay an object in another process); entries it
     declines (robots.txt requests, with no features) are kept as request dicts in Redis, beside
-    their record. ``serializer``: request <-> dict for those."""
+    their record. ``serializer``: request <-> dict for those.
+
+    ``write_behind``: None sends every write at once; a number of seconds lets writes whose reply
+    nothing waits for (links pushed, a host released, pages done, ...) wait that long at most for
+    the next command that must be answered, and go with it in one round trip (``batch.py``): what
+    a crawl's worker uses. Other workers see them that much later; ``flush`` sends them now."""
 
     def __init__(self, client: redis.Redis, keys: Keys, codec: Codec, serializer, *, capacity: int = 1_000_000,
                  prune_slack: float = 0.05, worker: str | None = None,
                  worker_timeout: float = DEFAULTS.worker_timeout,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, write_behind: float | None = None):
         self.client = client
         self.keys = keys
         self.prefix = keys.prefix
@@ -115,15 +124,18 @@ class SharedFrontier:
         # worker's at release (JSON strings, '' to leave them as they are)
         self.on_lease: Callable[[str, bytes | None, bytes | None], None] | None = None
         self.host_state: Callable[[str], tuple[str, str]] | None = None
+        # the seen set's add of a link, taken back to be done by the link's push (RedisSeenSet.claim)
+        self.seen_claim: Callable[[str], Any] | None = None
         self._seq = 0
         self._seq_end = 0
         self._size_at = -1.0
         self._size = 0
         self._wait_at = -1.0
         self._wait: float | None = None
-        self._scripts = {name: client.register_script(getattr(scripts, name))
-                         for name in ("PUSH", "POP", "PEEK", "SWAP", "REQUEUE", "RELEASE", "DONE", "HEARTBEAT",
-                                      "REAP", "DROP_HOST", "DROP", "RETAKE", "BEST_SOON")}
+        self.scripts = Scripts(client, {name: getattr(scripts, name) for name in SCRIPTS})
+        self.writes = WriteBehind(client, self.scripts, max_age=write_behind, clock=clock)
+        self._push_head = self.scripts.command("PUSH", self.prefix)
+        self._pushing = 0  # records in PUSH commands not answered yet
 
     # --- versions -------------------------------------------------------------------------------
     @property
@@ -135,7 +147,13 @@ class SharedFrontier:
 
     @version.setter
     def version(self, _value: int) -> None:
-        self._version = int(self.client.incr(self.keys("version")))
+        # moved here at once; the crawl's counter answers with the next write (other workers' moves
+        # included): records stamped meanwhile under an older number are only re-scored once more
+        self._version += 1
+        self.writes.defer(("INCR", self.keys("version")), self._version_read)
+
+    def _version_read(self, version) -> None:
+        self._version = max(self._version, int(version))
 
     def _stale(self, record: bytes) -> bool:
         version = record_version(record)
@@ -144,12 +162,26 @@ class SharedFrontier:
         return version < self._version
 
     def _run(self, name: str, *args: Any):
-        return self._scripts[name](args=[self.prefix, *args])
+        """Script ``name`` run now (after the writes pending); its reply."""
+        return self.writes.call(*self.scripts.command(name, self.prefix, *args))
+
+    def _defer(self, name: str, *args: Any, on_reply: Callable[[Any], None] | None = None) -> None:
+        """Script ``name`` run with the next command answered (or at once without write-behind)."""
+        self.writes.defer(self.scripts.command(name, self.prefix, *args), on_reply)
+
+    def flush(self) -> None:
+        """The writes pending sent now (links pushed, hosts released, pages done, ...)."""
+        self.writes.flush()
+
+    def flush_if_due(self) -> None:
+        """The writes pending sent if the oldest has waited its time (see ``write_behind``)."""
+        if self.writes.due():
+            self.flush()
 
     # --- records ------------------------------------------------------------------------------
     def _next_seq(self) -> int:
         if self._seq >= self._seq_end:
-            end = int(self.client.incrby(self.keys("seq"), SEQ_BLOCK))
+            end = int(self.writes.call("INCRBY", self.keys("seq"), SEQ_BLOCK))
             self._seq, self._seq_end = end - SEQ_BLOCK, end
         self._seq += 1
         return self._seq & 0xFFFFFFFF
@@ -158,15 +190,15 @@ class SharedFrontier:
         packable = entry.payload is not None or entry.features is not None
         if packable and self.codec.pack(entry) is None:
             # not packable (a robots.txt request has no features): its request waits in Redis as a dict
-            self.client.hset(self.keys("requests"), entry.url,
-                             pickle.dumps(self.serializer.to_dict(entry.payload), protocol=5))
+            self.writes.defer(("HSET", self.keys("requests"), entry.url,
+                               pickle.dumps(self.serializer.to_dict(entry.payload), protocol=5)))
             entry = Entry(entry.priority, entry.url, None, None, entry.version)
         return encode(entry, self._next_seq(), self.codec, _QUEUE)
 
     def _entry(self, record: bytes) -> Entry:
         entry = decode(record, _QUEUE, self._unpack)
         if entry.payload is None:
-            blob = self.client.hget(self.keys("requests"), entry.url)
+            blob = self.writes.call("HGET", self.keys("requests"), entry.url)
             if blob is None:
                 raise LookupError(f"the shared frontier lost the request of {entry.url}")
             entry.payload = self.serializer.from_dict(pickle.loads(blob))
@@ -174,43 +206,57 @@ class SharedFrontier:
 
     # --- size ---------------------------------------------------------------------------------
     def __len__(self) -> int:
-        """Records queued in the crawl, as read at most ``SIZE_CACHE_SECONDS`` ago."""
+        """Records queued in the crawl, as read at most ``SIZE_CACHE_SECONDS`` ago (this worker's
+        links not sent yet included)."""
         if self.clock() - self._size_at > SIZE_CACHE_SECONDS:
             return self.size()
-        return self._size
+        self.flush_if_due()
+        return self._size + self._pushing
 
     def size(self) -> int:
         """Records queued in the crawl, now."""
-        self._size = max(0, int(self.client.get(self.keys("size")) or 0))
+        self._size = max(0, int(self.writes.call("GET", self.keys("size")) or 0))
         self._size_at = self.clock()
         return self._size
 
     def in_flight(self) -> int:
         """Hosts held and pages not done, across the crawl's workers: while any remains, a worker
         whose frontier is empty must wait for the links they may still bring."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.hlen(self.keys("lease"))
-        pipe.hlen(self.keys("work"))
-        return sum(pipe.execute())
+        return sum(self.writes.call_many([("HLEN", self.keys("lease")), ("HLEN", self.keys("work"))]))
 
     def host_size(self, host: str) -> int:
-        return int(self.client.zcard(self.keys("q", host)))
+        return int(self.writes.call("ZCARD", self.keys("q", host)))
 
     # --- push ---------------------------------------------------------------------------------
     def push(self, host: str, entry: Entry) -> list[Entry]:
         """Queue an entry (a record already queued is not queued twice); returns the entries
-        pruned to stay within capacity (usually none)."""
-        self._size = int(self._run("PUSH", host, self._record(entry)))
-        self._size_at = self.clock()
-        if self._size > self.capacity * (1 + self.prune_slack):
-            return self.prune()
+        pruned to stay within capacity (usually none). With write-behind, the links of a page
+        join one PUSH, sent with the next command answered."""
+        record = self._record(entry)
+        claim = self.seen_claim(entry.url) if self.seen_claim is not None else None
+        if claim is False:  # its add went on its own meanwhile: another worker had queued it
+            return []
+        self._pushing += 1
+        group = (host, 0, *claim, record) if isinstance(claim, tuple) else (host, 1, record)
+        self.writes.defer_joined(self._push_head, group, self._pushed)
+        if self._size + self._pushing > self.capacity * (1 + self.prune_slack):
+            self.flush()
+            if self._size > self.capacity * (1 + self.prune_slack):
+                return self.prune()
         return []
+
+    def _pushed(self, size, records: int) -> None:
+        self._pushing -= records
+        self._size = int(size)
+        self._size_at = self.clock()
 
     # --- pop ----------------------------------------------------------------------------------
     def pop(self, now: float, rescore: Rescorer | None = None, max_rescore: int = 256) -> tuple[str, Entry] | None:
         """The best entry of the hosts ready now across the crawl; its host is leased to this
         worker until ``release``. None when no host is ready."""
-        host, record, token, wait, *state = self._run("POP", self.worker, self.worker_timeout, PROMOTE_LIMIT)
+        peek = min(max_rescore, RESCORE_TOP) if rescore is not None else 0
+        host, record, token, wait, *state = self._run("POP", self.worker, self.worker_timeout, PROMOTE_LIMIT,
+                                                      self._version, peek)
         if host is None:
             self._note_wait(float(wait))
             return None
@@ -219,28 +265,32 @@ class SharedFrontier:
         if self.on_lease is not None:
             self.on_lease(host, state[0] or None, state[1] or None)
         if rescore is not None and self._stale(record):
-            record = self._refresh(host, record, rescore, max_rescore)
+            top = state[2] if len(state) > 2 and state[2] else None
+            record = self._refresh(host, record, rescore, max_rescore, top)
         self._size -= 1
         return host, self._entry(record)
 
-    def _refresh(self, host: str, record: bytes, rescore: Rescorer, budget: int) -> bytes:
+    def _refresh(self, host: str, record: bytes, rescore: Rescorer, budget: int,
+                 top: list[bytes] | None = None) -> bytes:
         """The popped record re-scored, with the stale records at the top of its (held) host's
-        queue: the best of them is the one fetched, the others stay queued, re-scored."""
+        queue (``top``: as POP read them, else read here): the best of them is the one fetched,
+        the others stay queued, re-scored."""
         token = self._tokens[host]
-        top = self._run("PEEK", host, token, min(budget, 32)) or []
+        if top is None:
+            top = self._run("PEEK", host, token, min(budget, RESCORE_TOP)) or []
         stale = [r for r in top if self._stale(r)]
         fresh = self._restamper(rescore).once([_QUEUE] * (1 + len(stale)), [record, *stale])
         self.rescored += len(fresh)
-        if stale:
-            self._run("SWAP", host, token, *[x for pair in zip(stale, fresh[1:], strict=True) for x in pair])
+        pairs = [x for pair in zip(stale, fresh[1:], strict=True) for x in pair]
         queued_best = min([*fresh[1:], *(r for r in top if r not in stale)], default=None)
         if queued_best is not None and queued_best[:KEY] < fresh[0][:KEY]:
             # another record of the host is now better: it is fetched, the popped one goes back
             # (unless another worker re-scored that record meanwhile: then the popped one is fetched)
-            if self._run("RETAKE", host, token, fresh[0], queued_best) == 1:
+            if self._run("REFRESH", host, token, fresh[0], queued_best, *pairs) == 1:
                 return queued_best
             return fresh[0]
-        self._run("RETAKE", host, token, "", fresh[0])
+        # the popped record stays the one fetched whatever the reply: nothing waits for it
+        self._defer("REFRESH", host, token, "", fresh[0], *pairs)
         return fresh[0]
 
     def _restamper(self, rescore: Rescorer) -> Restamper:
@@ -250,34 +300,33 @@ class SharedFrontier:
         """Background re-scoring, bounded: the stale records among the best ``RESCORE_TOP`` of
         each host, host after host (round robin over the crawl's hosts, whichever worker holds
         them), up to about ``limit`` records a call. Records another worker changed meanwhile are
-        left as they are."""
-        cursor, names = self.client.hscan(self.keys("state"), self._rescore_cursor,
-                                          count=max(1, min(RESCORE_HOSTS, limit // RESCORE_TOP)))
+        left as they are. One round trip reads the stale records (only those: Redis sorts them
+        out); their replacements go with the next command answered."""
+        cursor, scanned, newest, *found = self._run("STALE_TOPS", self._rescore_cursor,
+                                                    max(1, min(RESCORE_HOSTS, limit // RESCORE_TOP)),
+                                                    RESCORE_TOP, self._version)
         self._rescore_cursor = int(cursor)
-        hosts = [name.decode("utf-8", "surrogatepass") for name in names]
-        if not hosts:
-            return 0
-        pipe = self.client.pipeline(transaction=False)
-        for host in hosts:
-            pipe.zrange(self.keys("q", host), 0, RESCORE_TOP - 1)
-        done = 0
-        restamper = self._restamper(rescore)
-        swaps = self.client.pipeline(transaction=False)
-        for host, top in zip(hosts, pipe.execute(), strict=True):
+        if int(newest) > self._version:  # another worker's learner moved on since this one looked
+            self._version = int(newest)
+        hosts, records, queues = [], [], []
+        for host, top in zip(found[::2], found[1::2], strict=True):
             stale = [r for r in top if self._stale(r)]
             if not stale:
                 continue
-            fresh = restamper.once([_QUEUE] * len(stale), stale)
-            self._scripts["SWAP"](args=[self.prefix, host, "", *[x for pair in zip(stale, fresh, strict=True)
-                                                                  for x in pair]], client=swaps)
-            done += len(stale)
-            if done >= limit:
+            hosts.append((host, len(stale)))
+            records += stale
+            if len(records) >= limit:
                 break
-        if done:
-            swaps.execute()
-        self.rescored += done
+        if records:
+            fresh = self._restamper(rescore)([_QUEUE] * len(records), records)
+            args, at = [], 0
+            for host, n in hosts:
+                args += [host, n, *[x for pair in zip(records[at:at + n], fresh[at:at + n], strict=True) for x in pair]]
+                at += n
+            self._defer("SWAP_MANY", *args)
+            self.rescored += len(records)
         # a pass that found nothing stale in these hosts goes on with the next ones
-        return done or (len(hosts) if self._rescore_cursor else 0)
+        return len(records) or (int(scanned) if self._rescore_cursor else 0)
 
     # --- a held host --------------------------------------------------------------------------
     def requeue(self, host: str, entry: Entry) -> None:
@@ -286,14 +335,17 @@ class SharedFrontier:
         if token is None:
             self.push(host, entry)
             return
-        if self._run("REQUEUE", host, token, self.worker, self._record(entry)) == 1:
+        self._defer("REQUEUE", host, token, self.worker, self._record(entry), on_reply=self._requeued)
+
+    def _requeued(self, added) -> None:
+        if added == 1:
             self._size += 1
 
     def expect_free(self, host: str, seconds: float) -> None:
         """This worker expects the host it holds free in ``seconds`` (its response, then its
         delay): other workers' patience may wait for it."""
         if host in self._tokens:
-            self.client.zadd(self.keys("soon"), {host: self._server_now() + seconds})
+            self.writes.defer(("ZADD", self.keys("soon"), f"{self._server_now() + seconds:.6f}", host))
 
     def _server_now(self) -> float:
         """Redis's clock, as this process's monotonic clock and the offset read at the heartbeat."""
@@ -310,12 +362,22 @@ class SharedFrontier:
         token = self._tokens.pop(host, None)
         if token is None:
             return
-        delay = max(0.0, ready_at - self.clock())
+        now = self.clock()
+        delay = max(0.0, ready_at - now)
         timing, robots = self.host_state(host) if self.host_state is not None else ("", "")
         url = self._fetching.pop(host, "")
         if url:
             self._work.add(url)
-        if self._run("RELEASE", host, token, self.worker, f"{delay:.6f}", url, timing, robots) != 1:
+        # sent with the next command answered: the host's delay runs from then on Redis's clock,
+        # so a host released late is only contacted later, never sooner
+        self._defer("RELEASE", host, token, self.worker, f"{delay:.6f}", url, timing, robots,
+                    on_reply=lambda ok, host=host: self._release_answered(host, ok))
+        if self._wait is None or self._wait > now + delay:
+            self._wait = now + delay  # this worker knows the host's time before Redis says it
+
+    @staticmethod
+    def _release_answered(host: str, ok) -> None:
+        if ok != 1:
             logger.warning("the lease on %s ran out before its request finished: another worker may have "
                            "fetched from it meanwhile", host)
 
@@ -327,29 +389,30 @@ class SharedFrontier:
         # a page is reported done twice (stored, then through the pipelines): one script a page
         urls = [url for url in urls if url in self._work]
         self._work.difference_update(urls)
-        if urls:
-            self._run("DONE", self.worker, self.worker_timeout, *urls)
+        if urls:  # after the pushes of the page's links: writes are sent in order
+            self._defer("DONE", self.worker, self.worker_timeout, *urls)
 
     def heartbeat(self) -> tuple[int, int, int]:
         """Renew this worker's heartbeat and the leases of the hosts it holds, and reap what
         workers that stopped left: (leases reaped, pages queued again, workers gone)."""
-        self._run("HEARTBEAT", self.worker, self.worker_timeout, *self._tokens)
-        seconds, micros = self.client.time()
+        _, (seconds, micros), version, reaped = self.writes.call_many([
+            self.scripts.command("HEARTBEAT", self.prefix, self.worker, self.worker_timeout, *self._tokens),
+            ("TIME",), ("GET", self.keys("version")), self.scripts.command("REAP", self.prefix, 1000)])
         self._clock_offset = seconds + micros / 1e6 - self.clock()
-        self._version = max(self._version, int(self.client.get(self.keys("version")) or 0))
-        return tuple(int(n) for n in self._run("REAP", 1000))
+        self._version = max(self._version, int(version or 0))
+        return tuple(int(n) for n in reaped)
 
     def leave(self) -> None:
         """A clean stop: this worker's hosts are released and its work forgotten (the pages it
         fetched were processed before the close)."""
         for host in list(self._tokens):
             self.release(host, self.clock())
-        pipe = self.client.pipeline(transaction=False)
+        commands = []
         if self._work:
-            pipe.hdel(self.keys("work"), *(f"{self.worker}\n{url}" for url in self._work))
+            commands.append(("HDEL", self.keys("work"), *(f"{self.worker}\n{url}" for url in self._work)))
             self._work.clear()
-        pipe.zrem(self.keys("workers"), self.worker)
-        pipe.execute()
+        commands.append(("ZREM", self.keys("workers"), self.worker))
+        self.writes.call_many(commands)
 
     # --- when -----------------------------------------------------------------------------------
     def _note_wait(self, wait: float) -> None:
@@ -367,15 +430,12 @@ class SharedFrontier:
     def _next_wait(self, now: float) -> float | None:
         if now - self._wait_at <= SIZE_CACHE_SECONDS:
             return self._wait
-        pipe = self.client.pipeline(transaction=False)
-        pipe.zcard(self.keys("ready"))
-        pipe.zrange(self.keys("waiting"), 0, 0, withscores=True)
-        pipe.time()
-        ready, waiting, (seconds, micros) = pipe.execute()
+        ready, waiting, (seconds, micros) = self.writes.call_many([
+            ("ZCARD", self.keys("ready")), ("ZRANGE", self.keys("waiting"), 0, 0, "WITHSCORES"), ("TIME",)])
         if ready:
             self._wait = now
         elif waiting:
-            self._wait = now + max(0.0, waiting[0][1] - (seconds + micros / 1e6))
+            self._wait = now + max(0.0, float(waiting[-1]) - (seconds + micros / 1e6))
         else:
             self._wait = None
         self._wait_at = now
@@ -399,6 +459,7 @@ class SharedFrontier:
         excess = self.size() - self.capacity
         if excess <= 0:
             return []
+        self.flush()
         hosts = [h.decode("utf-8", "surrogatepass") for h in self.client.hkeys(self.keys("state"))]
         pipe = self.client.pipeline(transaction=False)
         for host in hosts:
@@ -424,6 +485,7 @@ class SharedFrontier:
         return [self._entry(r) for r in records]
 
     def stats(self) -> dict[str, int]:
+        self.flush()
         return {k.decode(): int(v) for k, v in self.client.hgetall(self.keys("stats")).items()}
 
 

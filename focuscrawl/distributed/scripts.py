@@ -34,6 +34,8 @@ with Lua's ``<`` (which collates by the server's locale).
 
 from __future__ import annotations
 
+from focuscrawl.distributed.seen import SEEN_ADD
+
 #: the order key and seq of a record (frontier/records.py KEY): what orders hosts in ``ready``
 KEY_BYTES = 12
 
@@ -69,6 +71,13 @@ local function schedule(h, t)
     redis.call('HSET', P .. 'state', h, 'W')
   end
 end
+-- the scoring version in a record's header (bytes 13-16, a big-endian signed 32-bit integer)
+local function version_of(rec)
+  local a, b, c, d = string.byte(rec, K + 1, K + 4)
+  local v = ((a * 256 + b) * 256 + c) * 256 + d
+  if v >= 2147483648 then v = v - 4294967296 end
+  return v
+end
 -- take a host out of ready or waiting (before it is leased or re-filed)
 local function unfile(h, st)
   if st == 'R' then
@@ -93,38 +102,60 @@ local function reap_host(h, t)
 end
 """ % {"key": KEY_BYTES}
 
-#: ARGV: P, HOST, RECORD... -> records queued in the crawl (a record already queued is not added twice)
-PUSH = _COMMON + """
-local h = ARGV[2]
-local q = P .. 'q:' .. h
-local added, best = 0, nil
-for i = 3, #ARGV do
-  local rec = ARGV[i]
-  if redis.call('ZADD', q, 0, rec) == 1 then
-    added = added + 1
-    if not best or less(rec, best) then best = rec end
+#: ARGV: P, then for each host: HOST, N, N RECORDs, or HOST, 0, SEEN STATE, SEEN BASE, MIN_LEVEL,
+#: LOAD, HI, LO, RECORD: the record queued only if its URL's fingerprint (HI, LO) is new to the
+#: crawl's seen set (``seen.py``), which it joins -> records queued in the crawl (a record already
+#: queued is not added twice). A page's links, whatever their hosts, go in one call.
+PUSH = _COMMON + SEEN_ADD + """
+local size = nil
+local t = nil
+local i = 2
+while i <= #ARGV do
+  local h, n = ARGV[i], tonumber(ARGV[i + 1])
+  local q = P .. 'q:' .. h
+  local added, best = 0, nil
+  local first, last, after = i + 2, i + 1 + n, i + 2 + n
+  if n == 0 then
+    first, after = i + 8, i + 9
+    last = first
+    if seen_add(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]) == 0 then
+      last = first - 1  -- another worker queued the URL first
+      redis.call('HINCRBY', P .. 'stats', 'late_duplicates', 1)
+    end
+  end
+  for j = first, last do
+    local rec = ARGV[j]
+    if redis.call('ZADD', q, 0, rec) == 1 then
+      added = added + 1
+      if not best or less(rec, best) then best = rec end
+    end
+  end
+  i = after
+  if added > 0 then
+    size = redis.call('INCRBY', P .. 'size', added)
+    local st = redis.call('HGET', P .. 'state', h)
+    if st == 'R' then
+      local rk = redis.call('HGET', P .. 'rkey', h)
+      local nk = string.sub(best, 1, K)
+      if not rk or less(nk, rk) then
+        if rk then redis.call('ZREM', P .. 'ready', rk .. h) end
+        redis.call('ZADD', P .. 'ready', 0, nk .. h)
+        redis.call('HSET', P .. 'rkey', h, nk)
+      end
+    elseif st ~= 'B' and st ~= 'W' then
+      t = t or now()
+      schedule(h, t)
+    end
   end
 end
-if added == 0 then return tonumber(redis.call('GET', P .. 'size') or '0') end
-local size = redis.call('INCRBY', P .. 'size', added)
-local st = redis.call('HGET', P .. 'state', h)
-if st == 'R' then
-  local rk = redis.call('HGET', P .. 'rkey', h)
-  local nk = string.sub(best, 1, K)
-  if not rk or less(nk, rk) then
-    if rk then redis.call('ZREM', P .. 'ready', rk .. h) end
-    redis.call('ZADD', P .. 'ready', 0, nk .. h)
-    redis.call('HSET', P .. 'rkey', h, nk)
-  end
-elseif st ~= 'B' and st ~= 'W' then
-  schedule(h, now())
-end
-return size
+return size or tonumber(redis.call('GET', P .. 'size') or '0')
 """
 
-#: ARGV: P, WORKER, LEASE_SECONDS, PROMOTE_LIMIT -> {HOST, RECORD, TOKEN, -1, HOSTSTATE, ROBOTS} or
-#: {false, false, false, WAIT} (WAIT: seconds until the next waiting host's time, -1 when none
-#: waits; HOSTSTATE, ROBOTS: what the host's holders knew of it, see RELEASE, or false)
+#: ARGV: P, WORKER, LEASE_SECONDS, PROMOTE_LIMIT, VERSION, PEEK -> {HOST, RECORD, TOKEN, -1,
+#: HOSTSTATE, ROBOTS, TOP} or {false, false, false, WAIT} (WAIT: seconds until the next waiting
+#: host's time, -1 when none waits; HOSTSTATE, ROBOTS: what the host's holders knew of it, see
+#: RELEASE, or false; TOP: when RECORD was scored under a version older than VERSION, the host's
+#: PEEK best records left queued, which the holder re-scores with it (see REFRESH), else false)
 POP = _COMMON + """
 local t = now()
 local due = redis.call('ZRANGEBYSCORE', P .. 'waiting', '-inf', t, 'LIMIT', 0, tonumber(ARGV[4]))
@@ -146,8 +177,13 @@ for _ = 1, 64 do
     redis.call('HSET', P .. 'lease', h, token)
     redis.call('HSET', P .. 'leaserec', h, popped[1])
     redis.call('ZADD', P .. 'leases', t + tonumber(ARGV[3]), h)
+    local top = false
+    local peek = tonumber(ARGV[6] or '0')
+    if peek > 0 and version_of(popped[1]) < tonumber(ARGV[5]) then
+      top = redis.call('ZRANGE', P .. 'q:' .. h, 0, peek - 1)
+    end
     return {h, popped[1], token, -1, redis.call('HGET', P .. 'hoststate', h) or false,
-            redis.call('HGET', P .. 'robots', h) or false}
+            redis.call('HGET', P .. 'robots', h) or false, top}
   end
   redis.call('HSET', P .. 'state', h, 'I')
 end
@@ -206,6 +242,84 @@ end
 if token == '' and n > 0 and redis.call('HGET', P .. 'state', h) == 'R' then
   unfile(h, 'R')
   schedule(h, now())
+end
+return n
+"""
+
+#: ARGV: P, HOST, TOKEN, BACK, TAKEN, OLD_1, NEW_1, ... -> SWAP of the OLD/NEW pairs, then RETAKE
+#: of BACK and TAKEN, in one step: what RETAKE returns (-1: not TOKEN's lease, nothing changed).
+#: The holder's re-scoring of the top of its host, popped record included.
+REFRESH = """
+local P = ARGV[1]
+local h = ARGV[2]
+if redis.call('HGET', P .. 'lease', h) ~= ARGV[3] then return -1 end
+local q = P .. 'q:' .. h
+for i = 6, #ARGV - 1, 2 do
+  if redis.call('ZREM', q, ARGV[i]) == 1 then redis.call('ZADD', q, 0, ARGV[i + 1]) end
+end
+if ARGV[4] == '' then
+  redis.call('HSET', P .. 'leaserec', h, ARGV[5])
+  return 1
+end
+if redis.call('ZREM', q, ARGV[5]) == 0 then
+  redis.call('HSET', P .. 'leaserec', h, ARGV[4])
+  return 0
+end
+redis.call('ZADD', q, 0, ARGV[4])
+redis.call('HSET', P .. 'leaserec', h, ARGV[5])
+return 1
+"""
+
+#: ARGV: P, CURSOR, COUNT, TOP, VERSION -> {CURSOR, HOSTS SCANNED, NEWEST VERSION, HOST, {RECORD...},
+#: ...}: an HSCAN step over the crawl's hosts and, for each host with any, the records among its TOP
+#: best scored under a version older than VERSION (the background re-scoring's; NEWEST VERSION: the
+#: newest a record carried, -1 if none). Fresh records never leave Redis.
+STALE_TOPS = _COMMON + """
+local page = redis.call('HSCAN', P .. 'state', ARGV[2], 'COUNT', tonumber(ARGV[3]))
+local items = page[2]
+local top, version = tonumber(ARGV[4]), tonumber(ARGV[5])
+local out = {page[1], #items / 2, -1}
+local newest = -1
+for i = 1, #items, 2 do
+  local h = items[i]
+  local stale = {}
+  for _, rec in ipairs(redis.call('ZRANGE', P .. 'q:' .. h, 0, top - 1)) do
+    local v = version_of(rec)
+    if v > newest then newest = v end
+    if v < version then stale[#stale + 1] = rec end
+  end
+  if #stale > 0 then
+    out[#out + 1] = h
+    out[#out + 1] = stale
+  end
+end
+out[3] = newest
+return out
+"""
+
+#: ARGV: P, then for each host: HOST, N, OLD_1, NEW_1, ... OLD_N, NEW_N -> records replaced: SWAP
+#: (token '') of several hosts in one call
+SWAP_MANY = _COMMON + """
+local i = 2
+local n = 0
+local t = nil
+while i <= #ARGV do
+  local h, pairs_ = ARGV[i], tonumber(ARGV[i + 1])
+  local q = P .. 'q:' .. h
+  local here = 0
+  for j = i + 2, i + 2 * pairs_, 2 do
+    if redis.call('ZREM', q, ARGV[j]) == 1 then
+      redis.call('ZADD', q, 0, ARGV[j + 1])
+      here = here + 1
+    end
+  end
+  i = i + 2 + 2 * pairs_
+  if here > 0 and redis.call('HGET', P .. 'state', h) == 'R' then
+    t = t or now()
+    unfile(h, 'R')
+    schedule(h, t)
+  end
+  n = n + here
 end
 return n
 """
@@ -375,5 +489,5 @@ end
 return n
 """
 
-__all__ = ["BEST_SOON", "DONE", "DROP", "DROP_HOST", "HEARTBEAT", "KEY_BYTES", "PEEK", "POP", "PUSH", "REAP", "RELEASE",
-           "REQUEUE", "RETAKE", "SWAP"]
+__all__ = ["BEST_SOON", "DONE", "DROP", "DROP_HOST", "HEARTBEAT", "KEY_BYTES", "PEEK", "POP", "PUSH", "REAP", "REFRESH",
+           "RELEASE", "REQUEUE", "RETAKE", "STALE_TOPS", "SWAP", "SWAP_MANY"]

@@ -51,6 +51,9 @@ DEFAULT_LOAD = 200
 MIN_LEVEL = 11
 #: buckets whose MEMORY USAGE ``memory_bytes`` samples
 MEMORY_SAMPLES = 32
+#: fingerprints a worker remembers as in the crawl's set (``write_behind``), at most: ~70 MB;
+#: forgetting them costs only accuracy of the crawl's duplicate counts, never a page twice
+KNOWN_MAX = 1 << 20
 
 # Shared by both scripts: the bucket of a fingerprint given as its top and bottom 32 bits (exact
 # as Lua numbers), and the member it is stored as there.
@@ -66,22 +69,24 @@ local function locate(base, level, split, hi, lo)
     return base .. level .. ':' .. string.format('%.0f', bucket),
            string.format('%.0f', (hi % shift) * 4294967296 + lo)
 end
-local function state(key)
+local function state(key, min_level)
     local values = redis.call('HMGET', key, 'level', 'split')
-    return tonumber(values[1]) or tonumber(ARGV[4]), tonumber(values[2]) or 0
+    return tonumber(values[1]) or tonumber(min_level), tonumber(values[2]) or 0
 end
 """
 
-# KEYS[1] the state hash; ARGV: hi, lo, bucket name prefix, MIN_LEVEL, load.
-# Returns 1 when the fingerprint was new.
-_ADD = _LOCATE + """
-local base, load = ARGV[3], tonumber(ARGV[5])
-local level, split = state(KEYS[1])
-local bucket, member = locate(base, level, split, tonumber(ARGV[1]), tonumber(ARGV[2]))
+#: Lua: ``seen_add(state hash, bucket name prefix, MIN_LEVEL, load, hi, lo)`` -> 1 when the
+#: fingerprint was new. Other scripts add URLs with it too (the shared frontier's PUSH: a link
+#: queued only if new to the crawl, in the same step).
+SEEN_ADD = _LOCATE + """
+local function seen_add(key, base, min_level, load, hi, lo)
+load = tonumber(load)
+local level, split = state(key, min_level)
+local bucket, member = locate(base, level, split, tonumber(hi), tonumber(lo))
 if redis.call('SADD', bucket, member) == 0 then
     return 0
 end
-local count = redis.call('HINCRBY', KEYS[1], 'count', 1)
+local count = redis.call('HINCRBY', key, 'count', 1)
 if level < 32 and count > load * (2 ^ level + split) then
     -- split bucket `split` of this level by the top bit of its members
     local old = base .. level .. ':' .. string.format('%.0f', split)
@@ -108,14 +113,21 @@ if level < 32 and count > load * (2 ^ level + split) then
     if split == 2 ^ level then
         level, split = level + 1, 0
     end
-    redis.call('HSET', KEYS[1], 'level', level, 'split', split)
+    redis.call('HSET', key, 'level', level, 'split', split)
 end
 return 1
+end
+"""
+
+# KEYS[1] the state hash; ARGV: hi, lo, bucket name prefix, MIN_LEVEL, load.
+# Returns 1 when the fingerprint was new.
+_ADD = SEEN_ADD + """
+return seen_add(KEYS[1], ARGV[3], ARGV[4], ARGV[5], ARGV[1], ARGV[2])
 """
 
 # KEYS[1] the state hash; ARGV: hi, lo, bucket name prefix, MIN_LEVEL.
 _CONTAINS = _LOCATE + """
-local level, split = state(KEYS[1])
+local level, split = state(KEYS[1], ARGV[4])
 local bucket, member = locate(ARGV[3], level, split, tonumber(ARGV[1]), tonumber(ARGV[2]))
 return redis.call('SISMEMBER', bucket, member)
 """
@@ -166,6 +178,38 @@ class RedisSeenSet:
         self._add = client.register_script(_ADD)
         self._contains = client.register_script(_CONTAINS)
         self._random = random.Random()
+        self.writes = None  # see write_behind
+        self._known: set[int] = set()
+        self._claim: list | None = None  # [URL, handle of its add deferred, fingerprint, reply]
+
+    def write_behind(self, writes) -> None:
+        """Answer ``add`` without a round trip (a worker of a shared crawl): a URL this worker
+        knows to be in the crawl's set (it added or met it) is not new; any other is taken as new
+        and its add sent with the writes of ``writes`` (``batch.WriteBehind``). The link the
+        crawl then queues takes that add back (``claim``) and is queued by one script only if it
+        is new to the crawl (the frontier's PUSH), so two workers finding one URL at once never
+        both queue it: the second one's link is dropped in Redis (counted: ``late_duplicates``)."""
+        self.writes = writes
+        writes.scripts.add("SEEN_ADD", _ADD)
+
+    def _remember(self, fp: int) -> None:
+        if len(self._known) >= KNOWN_MAX:
+            self._known.clear()
+        self._known.add(fp)
+
+    def claim(self, canonical_url: str):
+        """The add of ``canonical_url`` just deferred by ``add``, taken back by the link's push:
+        its arguments for the PUSH script (state key, bucket prefix, MIN_LEVEL, load, hi, lo)
+        while it is still pending; else whether it was new (it was sent on its own meanwhile),
+        or None when the last add was another URL's (or answered at once)."""
+        claim, self._claim = self._claim, None
+        if claim is None or claim[0] != canonical_url:
+            return None
+        url, handle, fp, reply = claim
+        if self.writes.withdraw(handle):
+            hi, lo = _halves(fp)
+            return (self._state, self._base, MIN_LEVEL, self.load, hi, lo)
+        return bool(reply[0]) if reply else None
 
     @classmethod
     def from_url(cls, url: str, crawl_id: str, **kwargs) -> RedisSeenSet:
@@ -175,11 +219,26 @@ class RedisSeenSet:
         return [*_halves(fp), self._base, MIN_LEVEL, self.load]
 
     def add(self, canonical_url: str) -> bool:
-        """Add a URL; True if it was new to the crawl."""
-        return self.add_fingerprint(url_fingerprint(canonical_url))
+        """Add a URL; True if it was new to the crawl (with ``write_behind``: new as far as this
+        worker knows)."""
+        fp = url_fingerprint(canonical_url)
+        if self.writes is None:
+            return self.add_fingerprint(fp)
+        if fp in self._known:
+            return False
+        self._remember(fp)
+        reply: list = []
+        handle = self.writes.defer(("EVALSHA", self.writes.scripts.shas["SEEN_ADD"], 1, self._state,
+                                    *self._add_args(fp)), reply.append)
+        self._claim = [canonical_url, handle, fp, reply]
+        return True
 
     def add_fingerprint(self, fp: int) -> bool:
         with redis_errors(self.client, "adding to the shared seen set"):
+            if self.writes is not None:
+                self._remember(fp)
+                return bool(self.writes.call("EVALSHA", self.writes.scripts.shas["SEEN_ADD"], 1, self._state,
+                                             *self._add_args(fp)))
             return bool(self._add(keys=[self._state], args=self._add_args(fp)))
 
     def add_many(self, canonical_urls: Iterable[str], batch: int = 1000) -> list[bool]:
@@ -196,14 +255,23 @@ class RedisSeenSet:
         return added
 
     def contains_fingerprint(self, fp: int) -> bool:
+        if fp in self._known:
+            return True
         with redis_errors(self.client, "reading the shared seen set"):
-            return bool(self._contains(keys=[self._state], args=[*_halves(fp), self._base, MIN_LEVEL]))
+            if self.writes is not None:
+                self.writes.flush()  # this worker's adds not sent yet count
+            found = bool(self._contains(keys=[self._state], args=[*_halves(fp), self._base, MIN_LEVEL]))
+        if found and self.writes is not None:
+            self._remember(fp)
+        return found
 
     def __contains__(self, canonical_url: str) -> bool:
         return self.contains_fingerprint(url_fingerprint(canonical_url))
 
     def __len__(self) -> int:
         with redis_errors(self.client, "reading the shared seen set"):
+            if self.writes is not None:
+                self.writes.flush()
             return int(self.client.hget(self._state, "count") or 0)
 
     def _buckets(self) -> tuple[int, int]:
