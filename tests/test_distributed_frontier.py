@@ -73,7 +73,7 @@ def test_a_host_waits_its_delay_after_release_whoever_asks(make):
     host, _ = a.pop(0)
     a.release(host, time.monotonic() + 0.4)
     assert b.pop(0) is None
-    wait = b._next_wait(time.monotonic()) - time.monotonic()
+    wait = b.ready.next_wait(time.monotonic()) - time.monotonic()
     assert 0.1 < wait <= 0.45
     assert b.next_ready_time() - time.monotonic() <= 0.25  # a worker looks again soon, whatever waits
     time.sleep(0.45)
@@ -242,9 +242,9 @@ def test_many_workers_never_hold_one_host_twice(make):
 
 
 def shared_queue():
-    from focuscrawl.distributed.frontier import _QUEUE
+    from focuscrawl.distributed.shared_records import QUEUE
 
-    return _QUEUE
+    return QUEUE
 
 
 def test_a_record_another_worker_rescored_meanwhile_is_not_fetched_twice(make):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 import socket
 import time
 import uuid
@@ -34,8 +33,10 @@ from focuscrawl.config import DEFAULTS
 from focuscrawl.distributed import scripts
 from focuscrawl.distributed.batch import Scripts, WriteBehind
 from focuscrawl.distributed.connection import Keys, redis_module
-from focuscrawl.frontier.entries import Codec, Entry, decode, encode
-from focuscrawl.frontier.records import KEY, ORDER, priority_of, record_version
+from focuscrawl.distributed.next_ready import NextReady
+from focuscrawl.distributed.shared_records import QUEUE, ScoringVersion, SharedRecords
+from focuscrawl.frontier.entries import Codec, Entry
+from focuscrawl.frontier.records import KEY, ORDER, priority_of
 from focuscrawl.frontier.rescoring import Rescorer, Restamper
 
 redis = redis_module()
@@ -49,8 +50,6 @@ HEARTBEATS_PER_TIMEOUT = 6
 #: (a host's order below them is settled as they are popped)
 RESCORE_HOSTS = 64
 RESCORE_TOP = 32
-#: seq numbers a worker takes from Redis at a time
-SEQ_BLOCK = 4096
 #: waiting hosts promoted to ready per pop, at most (the rest on the next pops)
 PROMOTE_LIMIT = 256
 #: how long a worker trusts its reading of the frontier's size and next ready time
@@ -68,17 +67,11 @@ def worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
-class _Prefixless:
-    """The in-process queues keep a host's URL prefix once; records in Redis carry their URL in
-    full, so they decode against an empty prefix."""
-
-    prefix = ""
-
-    def kept(self, seq, forget=False):  # no entry is kept as an object: see SharedFrontier.push
-        raise KeyError(seq)
-
-
-_QUEUE = _Prefixless()
+def _lease_kept(host: str, ok) -> None:
+    """Redis's answer to a host's release: whether this worker still held its lease."""
+    if ok != 1:
+        logger.warning("the lease on %s ran out before its request finished: another worker may have "
+                       "fetched from it meanwhile", host)
 
 
 class SharedFrontier:
@@ -109,9 +102,7 @@ class SharedFrontier:
         self.worker_timeout = worker_timeout
         self.heartbeat_seconds = worker_timeout / HEARTBEATS_PER_TIMEOUT
         self.clock = clock
-        self._unpack = codec.unpack
         self._preview = getattr(codec, "preview", codec.unpack)
-        self._version = 0
         self._rescore_cursor = 0  # where the background pass goes on (HSCAN of the hosts)
         self.rescored = 0
         self.pruned = 0
@@ -126,40 +117,26 @@ class SharedFrontier:
         self.host_state: Callable[[str], tuple[str, str]] | None = None
         # the seen set's add of a link, taken back to be done by the link's push (RedisSeenSet.claim)
         self.seen_claim: Callable[[str], Any] | None = None
-        self._seq = 0
-        self._seq_end = 0
         self._size_at = -1.0
         self._size = 0
-        self._wait_at = -1.0
-        self._wait: float | None = None
         self.scripts = Scripts(client, {name: getattr(scripts, name) for name in SCRIPTS})
         self.writes = WriteBehind(client, self.scripts, max_age=write_behind, clock=clock)
+        # entries packed into records stamped with the crawl's seq numbers, and back
+        self.records = SharedRecords(self.writes, keys, codec, serializer)
+        self.scoring = ScoringVersion(self.writes, keys)
+        self.ready = NextReady(self.writes, keys, clock, SIZE_CACHE_SECONDS)
         self._push_head = self.scripts.command("PUSH", self.prefix)
         self._pushing = 0  # records in PUSH commands not answered yet
 
     # --- versions -------------------------------------------------------------------------------
     @property
     def version(self) -> int:
-        """The crawl's scoring version: a record scored under an older one is stale. One counter for
-        all workers (their learners are synced), moved by any worker whose learner moved, so a
-        record is re-scored once for a change, not once by each worker."""
-        return self._version
+        """The crawl's scoring version (``ScoringVersion``): a record scored under an older one is stale."""
+        return self.scoring.current
 
     @version.setter
     def version(self, _value: int) -> None:
-        # moved here at once; the crawl's counter answers with the next write (other workers' moves
-        # included): records stamped meanwhile under an older number are only re-scored once more
-        self._version += 1
-        self.writes.defer(("INCR", self.keys("version")), self._version_read)
-
-    def _version_read(self, version) -> None:
-        self._version = max(self._version, int(version))
-
-    def _stale(self, record: bytes) -> bool:
-        version = record_version(record)
-        if version > self._version:  # another worker's learner moved on since this one looked
-            self._version = version
-        return version < self._version
+        self.scoring.move()
 
     def _run(self, name: str, *args: Any):
         """Script ``name`` run now (after the writes pending); its reply."""
@@ -177,32 +154,6 @@ class SharedFrontier:
         """The writes pending sent if the oldest has waited its time (see ``write_behind``)."""
         if self.writes.due():
             self.flush()
-
-    # --- records ------------------------------------------------------------------------------
-    def _next_seq(self) -> int:
-        if self._seq >= self._seq_end:
-            end = int(self.writes.call("INCRBY", self.keys("seq"), SEQ_BLOCK))
-            self._seq, self._seq_end = end - SEQ_BLOCK, end
-        self._seq += 1
-        return self._seq & 0xFFFFFFFF
-
-    def _record(self, entry: Entry) -> bytes:
-        packable = entry.payload is not None or entry.features is not None
-        if packable and self.codec.pack(entry) is None:
-            # not packable (a robots.txt request has no features): its request waits in Redis as a dict
-            self.writes.defer(("HSET", self.keys("requests"), entry.url,
-                               pickle.dumps(self.serializer.to_dict(entry.payload), protocol=5)))
-            entry = Entry(entry.priority, entry.url, None, None, entry.version)
-        return encode(entry, self._next_seq(), self.codec, _QUEUE)
-
-    def _entry(self, record: bytes) -> Entry:
-        entry = decode(record, _QUEUE, self._unpack)
-        if entry.payload is None:
-            blob = self.writes.call("HGET", self.keys("requests"), entry.url)
-            if blob is None:
-                raise LookupError(f"the shared frontier lost the request of {entry.url}")
-            entry.payload = self.serializer.from_dict(pickle.loads(blob))
-        return entry
 
     # --- size ---------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -232,7 +183,7 @@ class SharedFrontier:
         """Queue an entry (a record already queued is not queued twice); returns the entries
         pruned to stay within capacity (usually none). With write-behind, the links of a page
         join one PUSH, sent with the next command answered."""
-        record = self._record(entry)
+        record = self.records.record(entry)
         claim = self.seen_claim(entry.url) if self.seen_claim is not None else None
         if claim is False:  # its add went on its own meanwhile: another worker had queued it
             return []
@@ -256,19 +207,19 @@ class SharedFrontier:
         worker until ``release``. None when no host is ready."""
         peek = min(max_rescore, RESCORE_TOP) if rescore is not None else 0
         host, record, token, wait, *state = self._run("POP", self.worker, self.worker_timeout, PROMOTE_LIMIT,
-                                                      self._version, peek)
+                                                      self.scoring.current, peek)
         if host is None:
-            self._note_wait(float(wait))
+            self.ready.heard(float(wait))
             return None
         host = host.decode("utf-8", "surrogatepass")
         self._tokens[host] = token.decode()
         if self.on_lease is not None:
             self.on_lease(host, state[0] or None, state[1] or None)
-        if rescore is not None and self._stale(record):
+        if rescore is not None and self.scoring.stale(record):
             top = state[2] if len(state) > 2 and state[2] else None
             record = self._refresh(host, record, rescore, max_rescore, top)
         self._size -= 1
-        return host, self._entry(record)
+        return host, self.records.entry(record)
 
     def _refresh(self, host: str, record: bytes, rescore: Rescorer, budget: int,
                  top: list[bytes] | None = None) -> bytes:
@@ -278,8 +229,8 @@ class SharedFrontier:
         token = self._tokens[host]
         if top is None:
             top = self._run("PEEK", host, token, min(budget, RESCORE_TOP)) or []
-        stale = [r for r in top if self._stale(r)]
-        fresh = self._restamper(rescore).once([_QUEUE] * (1 + len(stale)), [record, *stale])
+        stale = [r for r in top if self.scoring.stale(r)]
+        fresh = self._restamper(rescore).once([QUEUE] * (1 + len(stale)), [record, *stale])
         self.rescored += len(fresh)
         pairs = [x for pair in zip(stale, fresh[1:], strict=True) for x in pair]
         queued_best = min([*fresh[1:], *(r for r in top if r not in stale)], default=None)
@@ -294,7 +245,7 @@ class SharedFrontier:
         return fresh[0]
 
     def _restamper(self, rescore: Rescorer) -> Restamper:
-        return Restamper(rescore, self.version, self._next_seq, self._preview)
+        return Restamper(rescore, self.version, self.records.next_seq, self._preview)
 
     def rescore_stale(self, rescore: Rescorer, limit: int = 1000) -> int:
         """Background re-scoring, bounded: the stale records among the best ``RESCORE_TOP`` of
@@ -304,13 +255,12 @@ class SharedFrontier:
         out); their replacements go with the next command answered."""
         cursor, scanned, newest, *found = self._run("STALE_TOPS", self._rescore_cursor,
                                                     max(1, min(RESCORE_HOSTS, limit // RESCORE_TOP)),
-                                                    RESCORE_TOP, self._version)
+                                                    RESCORE_TOP, self.scoring.current)
         self._rescore_cursor = int(cursor)
-        if int(newest) > self._version:  # another worker's learner moved on since this one looked
-            self._version = int(newest)
-        hosts, records, queues = [], [], []
+        self.scoring.heard(newest)  # another worker's learner may have moved on since this one looked
+        hosts, records = [], []
         for host, top in zip(found[::2], found[1::2], strict=True):
-            stale = [r for r in top if self._stale(r)]
+            stale = [r for r in top if self.scoring.stale(r)]
             if not stale:
                 continue
             hosts.append((host, len(stale)))
@@ -318,7 +268,7 @@ class SharedFrontier:
             if len(records) >= limit:
                 break
         if records:
-            fresh = self._restamper(rescore)([_QUEUE] * len(records), records)
+            fresh = self._restamper(rescore)([QUEUE] * len(records), records)
             args, at = [], 0
             for host, n in hosts:
                 args += [host, n, *[x for pair in zip(records[at:at + n], fresh[at:at + n], strict=True) for x in pair]]
@@ -335,7 +285,7 @@ class SharedFrontier:
         if token is None:
             self.push(host, entry)
             return
-        self._defer("REQUEUE", host, token, self.worker, self._record(entry), on_reply=self._requeued)
+        self._defer("REQUEUE", host, token, self.worker, self.records.record(entry), on_reply=self._requeued)
 
     def _requeued(self, added) -> None:
         if added == 1:
@@ -371,15 +321,8 @@ class SharedFrontier:
         # sent with the next command answered: the host's delay runs from then on Redis's clock,
         # so a host released late is only contacted later, never sooner
         self._defer("RELEASE", host, token, self.worker, f"{delay:.6f}", url, timing, robots,
-                    on_reply=lambda ok, host=host: self._release_answered(host, ok))
-        if self._wait is None or self._wait > now + delay:
-            self._wait = now + delay  # this worker knows the host's time before Redis says it
-
-    @staticmethod
-    def _release_answered(host: str, ok) -> None:
-        if ok != 1:
-            logger.warning("the lease on %s ran out before its request finished: another worker may have "
-                           "fetched from it meanwhile", host)
+                    on_reply=lambda ok, host=host: _lease_kept(host, ok))
+        self.ready.released(now + delay)
 
     def holds(self, host: str) -> bool:
         return host in self._tokens
@@ -399,7 +342,7 @@ class SharedFrontier:
             self.scripts.command("HEARTBEAT", self.prefix, self.worker, self.worker_timeout, *self._tokens),
             ("TIME",), ("GET", self.keys("version")), self.scripts.command("REAP", self.prefix, 1000)])
         self._clock_offset = seconds + micros / 1e6 - self.clock()
-        self._version = max(self._version, int(version or 0))
+        self.scoring.heard(version)
         return tuple(int(n) for n in reaped)
 
     def leave(self) -> None:
@@ -415,31 +358,12 @@ class SharedFrontier:
         self.writes.call_many(commands)
 
     # --- when -----------------------------------------------------------------------------------
-    def _note_wait(self, wait: float) -> None:
-        now = self.clock()
-        self._wait = None if wait < 0 else now + wait
-        self._wait_at = now
-
     def next_ready_time(self) -> float:
         """When to look for a ready host again (this process's monotonic clock): when the
         earliest host nobody holds may be contacted, or in ``POLL_SECONDS`` at the latest."""
         now = self.clock()
-        wait = self._next_wait(now)
+        wait = self.ready.next_wait(now)
         return now + POLL_SECONDS if wait is None else min(wait, now + POLL_SECONDS)
-
-    def _next_wait(self, now: float) -> float | None:
-        if now - self._wait_at <= SIZE_CACHE_SECONDS:
-            return self._wait
-        ready, waiting, (seconds, micros) = self.writes.call_many([
-            ("ZCARD", self.keys("ready")), ("ZRANGE", self.keys("waiting"), 0, 0, "WITHSCORES"), ("TIME",)])
-        if ready:
-            self._wait = now
-        elif waiting:
-            self._wait = now + max(0.0, float(waiting[-1]) - (seconds + micros / 1e6))
-        else:
-            self._wait = None
-        self._wait_at = now
-        return self._wait
 
     def best_soon(self, now: float, horizon: float, busy_hosts=(), limit: int = 64) -> float:
         """The best priority queued at this worker's hosts in flight (``busy_hosts``) and at the
@@ -472,7 +396,7 @@ class SharedFrontier:
         out = []
         for host, records in by_host.items():
             if self._run("DROP", host, *records):
-                out += [self._entry(r) for r in records]
+                out += [self.records.entry(r) for r in records]
         self.pruned += len(out)
         self.client.hincrby(self.keys("stats"), "pruned", len(out))
         self._size_at = -1.0
@@ -482,7 +406,7 @@ class SharedFrontier:
         """Every entry of a host (its robots.txt forbids them all), removed."""
         records = self._run("DROP_HOST", host)
         self._size_at = -1.0
-        return [self._entry(r) for r in records]
+        return [self.records.entry(r) for r in records]
 
     def stats(self) -> dict[str, int]:
         self.flush()
