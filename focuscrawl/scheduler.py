@@ -44,7 +44,6 @@ from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
 from focuscrawl.freshness import RevisitPlan
 from focuscrawl.frontier.aliases import HostAliases
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
-from focuscrawl.learning.learner import page_reward
 from focuscrawl.learning.strategies import LearnedStrategy, make_strategy
 from focuscrawl.meta import link_parent
 from focuscrawl.politeness import DelayPolicy
@@ -626,7 +625,8 @@ class FocusScheduler:
         wasted = page.score is None
         relevant = not wasted and bool(page.relevant if hit is None else hit)
         self.learner.observe(canonicalize(page.final_url or request.url), link_parent(request.meta),
-                             request.meta.get(M.FEATURES), page_reward(page.score, relevant), relevant, wasted)
+                             request.meta.get(M.FEATURES), self.learner.page_reward(page.score, relevant),
+                             relevant, wasted)
         self.rescorer.learner_updated()
 
     def _on_item_done(self, item, response=None, spider=None, exception=None):

@@ -11,7 +11,10 @@ reward plus ``decay`` times what its fetched children are worth together (capped
 children are relevant is valued even when the hub itself is not, and more the more it led to. A
 host never fetched is judged by how new hosts have paid off so far (an empirical-Bayes prior for
 the host bandit), not by a fixed optimism. Waste (404s, errors, useless types,
-duplicates) is a small negative reward, which lowers links like the ones that led to it.
+duplicates) is a small negative reward, which lowers links like the ones that led to it; a page not
+counted as found is worth a part of a found page by its rank among the pages the crawl has scored
+(``ranks``): the topic model's order of pages transfers to sites unlike its examples better than
+its scale.
 """
 
 from __future__ import annotations
@@ -25,18 +28,24 @@ import numpy as np
 from focuscrawl.bounded import drop_oldest
 from focuscrawl.config import DEFAULTS
 from focuscrawl.learning.link_words import LinkWordCounts
+from focuscrawl.learning.ranks import ScoreRanks
 from focuscrawl.urls import host_and_prefix, host_key, path_prefix
 
 Features = Sequence[tuple[str, float]]
 Vector = tuple[np.ndarray, np.ndarray]  # hashed feature indices and values
 
 WASTE_REWARD = -0.2
+#: What the best page not counted as found is worth (``LinkRewardLearner.page_reward``): a quarter
+#: of a found page, as the score-scaled reward it replaces gave a page at a score of 1.
+RANK_REWARD = 0.25
 
 
 def page_reward(score: float | None, relevant: bool) -> float:
-    """What a fetched page is worth to the learner. The crawl is judged on relevant pages found: a
-    relevant page is worth a full point, an irrelevant one little, whatever its exact probability;
-    a request that bought no scored page (``score`` None: 404, error, useless type) is waste."""
+    """What a fetched page is worth, read on the score's own scale. The crawl is judged on relevant
+    pages found: a relevant page is worth a full point, an irrelevant one little, whatever its exact
+    probability; a request that bought no scored page (``score`` None: 404, error, useless type) is
+    waste. A crawl's learner reads a page not found on its rank instead
+    (``LinkRewardLearner.page_reward``)."""
     if score is None:
         return WASTE_REWARD
     return 1.0 if relevant else 0.25 * float(score)
@@ -250,14 +259,29 @@ class LinkRewardLearner:
         # drops it (one process holds every page it fetched, up to ``max_nodes``); a shared
         # crawl's learner sync sets a dict and hands it to the worker that fetched the parent.
         self.credit_elsewhere: dict[str, tuple[float, int]] | None = None
+        # the scores of the pages fetched so far: a page not counted as found is rewarded by its rank
+        # among them (``page_reward``)
+        self.ranks = ScoreRanks()
         self.observations = 0
         self.version = 0
+
+    def page_reward(self, score: float | None, relevant: bool) -> float:
+        """What a fetched page is worth to the learner, as ``page_reward`` says, except that a page
+        not counted as found is worth a quarter of its rank among the pages the crawl has scored
+        (``ScoreRanks``) rather than a quarter of its score: where the topic model scores every page
+        of a web far below even odds, its order of them still tells the learner where to go. Call
+        it once per scored page: every page it is asked about counts in the ranks."""
+        if score is None:
+            return page_reward(None, relevant)
+        rank = self.ranks.add(score)
+        return page_reward(score, True) if relevant else RANK_REWARD * rank
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.__dict__.setdefault("new_hosts", _Yield())  # a checkpoint from before it was kept
         self.__dict__.setdefault("hub_cap", DEFAULTS.hub_cap)
         self.__dict__.setdefault("credit_elsewhere", None)
+        self.__dict__.setdefault("ranks", ScoreRanks())
         if type(self.nodes) is not dict:  # a checkpoint that kept them in an OrderedDict
             self.nodes = dict(self.nodes)
         self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
