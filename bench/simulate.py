@@ -4,8 +4,8 @@ A real replay crawl (``scrapy evaluate``) takes a minute and its order of events
 timing, so two runs of one command differ a lot; telling two strategies apart needs many runs.
 This simulation replays the same decisions in seconds, with a seed for the randomness:
 
-- the same cores: ``focuscrawl.learning`` (features, learner, credit, ``page_reward``: the
-  scheduler's rewards, with hits from the model's ``even_odds_score``, FOCUS_REWARD_THRESHOLD's
+- the same cores: ``focuscrawl.learning`` (features, learner, credit, the learner's
+  ``page_reward``: the scheduler's rewards, with hits from the model's ``even_odds_score``, FOCUS_REWARD_THRESHOLD's
   default) and the topic model's page and link scores (``TopicModel.score`` / ``score_links``);
 - the same politeness shape: ``--slots`` requests per round, one per host, best-first over the
   whole frontier, and patience (a URL more than ``--margin`` below the best waits);
@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import json
 import math
 import multiprocessing
 import pickle
@@ -280,7 +281,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         # the page and the link that led to it, as the spider judges them (FOCUS_LINK_EVIDENCE)
         evidence = score if "page" in parts else model.with_link_evidence(score, link_scores.get(url))
         hit = evidence >= hit_threshold
-        learner.observe(url, parent, vector, page_reward(evidence, hit), hit, False)
+        learner.observe(url, parent, vector, learner.page_reward(evidence, hit), hit, False)
         if relevance.is_relevant_key(key):
             found.add(relevance.page_of_key(key))
             curve[-1] = len(found)
@@ -421,6 +422,7 @@ def run_suite(args, oracle) -> int:
     print("| web/topic (reachable) | strategy | recall@budget mean (se) [min-max] | harvest@500 |")
     print("|---|---|---|---|")
     means: dict[str, list[float]] = {name: [] for name in strategies}
+    results: dict[str, dict] = {}  # "web/topic" (strategy) -> per-run recall and harvest, for --output
     webs: dict[Path, Web] = {}
     for web, topic, model_path in cases:
         parsed = webs.get(web.warc)
@@ -442,12 +444,16 @@ def run_suite(args, oracle) -> int:
             harvest = [(c[min(harvest_at, len(c)) - 1] if c else 0) / harvest_at for c in curves]
             mean, error = _mean_and_error(recall)
             means[name].append(mean)
+            case = f"{web.name}/{topic.name}" + ("" if len(strategies) == 1 else f" ({name})")
+            results[case] = {"strategy": name, "recall": recall, "harvest": harvest}
             print(f"| {web.name}/{topic.name} ({reachable}) | {name} | {mean:.3f} ({error:.3f}) "
                   f"[{min(recall):.2f}-{max(recall):.2f}] | {statistics.mean(harvest):.3f} |", flush=True)
     for name in strategies:
         print(f"suite mean recall@budget, {name}: {statistics.mean(means[name]):.3f} over {len(means[name])} "
               f"topics")
     print(f"({time.time() - started:.0f} s)")
+    if args.output:
+        args.output.write_text(json.dumps(results, indent=1))
     return 0
 
 
@@ -458,6 +464,9 @@ def main(argv=None) -> int:
                              "each with its seeds, budget and models trained from example pages")
     parser.add_argument("--cache", type=Path, default=None, metavar="DIR",
                         help="with --webs: keep each parsed web here, read back next time")
+    parser.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
+                        help="with --webs: write each web/topic's per-run recall and harvest as JSON "
+                             "(compare two screens with bench/compare_sims.py)")
     parser.add_argument("--strategy", default="learned", metavar="NAME[,NAME]",
                         help=f"what orders the frontier: {', '.join(STRATEGIES)} (default learned)")
     parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))

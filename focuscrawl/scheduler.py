@@ -9,18 +9,23 @@ starts everything it is handed at once and priority is global across hosts.
 
 The scheduler only wires its parts together::
 
-    enqueue_request = policies.admit -> admission.admit -> strategy.score -> frontier.push   (journaled with JOBDIR)
+    enqueue_request = policies.admit -> admission.admit -> strategy.score -> frontier.push -> backend.queued
     next_request    = policies.refill -> frontier.pop -> policies.popped -> gate.check -> policies.review -> release
+
+The crawl's state (frontier, seen set, exclusion list, budget, what a restart takes up) is the
+backend's (``FOCUS_BACKEND``, ``focuscrawl.backends``): this process's, kept in JOBDIR, or a crawl
+shared by several workers on Redis.
 
 The release policies (``FOCUS_RELEASE_POLICIES``, ``focuscrawl.scheduling.release``: URL aliases,
 patience, the HEAD check, revisits, render routing, and a project's own) are built from the
 crawler, switch themselves off, connect their own signals and keep their own state (JOBDIR keeps
 it through ``Persistence``); the scheduler asks each the hooks it defines, in order.
 
-Feedback arrives through signals: ``response_downloaded`` (latency, status, Retry-After: the
-gate), ``request_left_downloader`` (the host is free again), ``focuscrawl.signals.page_scored``
-(the learner's reward; the frontier is re-scored as the learner moves on), and
-``item_scraped``/``item_dropped`` (a page done; a duplicate is waste).
+Feedback arrives through signals, each heard by a part of its own: ``response_downloaded``
+(latency, status, Retry-After) and ``request_left_downloader`` (the host is free again) by
+``HostFeedback``, which tells the gate; ``focuscrawl.signals.page_scored`` (the learner's reward;
+the frontier is re-scored as the learner moves on) and duplicates (waste) by ``LearnerFeedback``;
+``item_scraped``/``item_dropped``/``page_stored`` (a page done) by the scheduler, for the backend.
 
 ``FOCUS_STRATEGY`` chooses what sets the priorities (``focuscrawl.learning.strategies``): the
 learner (``learned``, the default) or a classic focused crawler to compare it with (``bestfirst``,
@@ -48,12 +53,12 @@ from focuscrawl.extras import MissingExtra
 from focuscrawl.frontier import Entry
 from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
 from focuscrawl.learning import LinkRewardLearner, link_context, link_features
-from focuscrawl.learning.learner import page_reward
 from focuscrawl.learning.strategies import LearnedStrategy, make_strategy
-from focuscrawl.meta import link_parent
 from focuscrawl.politeness import DelayPolicy
 from focuscrawl.politeness.gate import HostGate, PerIpLimit
 from focuscrawl.scheduling.downloader import DownloaderAdapter
+from focuscrawl.scheduling.host_feedback import HostFeedback
+from focuscrawl.scheduling.learner_feedback import LearnerFeedback
 from focuscrawl.scheduling.persistence import Stateful
 from focuscrawl.scheduling.release import PolicyHooks, load_policies, refuse
 from focuscrawl.scheduling.requests import RequestSerializer
@@ -83,8 +88,11 @@ class FocusScheduler:
         self.strategy = strategy if strategy is not None else LearnedStrategy(learner)
         # through the attribute, so that a test may stand in for the reactor
         self.rescorer = BackgroundRescorer(frontier, self.strategy, lambda func: self.downloader.call_soon(func))
-        self.robots = RobotsFetcher(crawler, gate, frontier, self._free, over_cap=config.crawl_delay_over_cap,
+        self.robots = RobotsFetcher(crawler, gate, frontier, self.free, over_cap=config.crawl_delay_over_cap,
                                     follow_sitemaps=config.follow_sitemaps)
+        # what the pages teach the learner, and what the downloader tells the gate
+        self.learner_feedback = LearnerFeedback(self)
+        self.host_feedback = HostFeedback(self)
         # requests a downloader middleware made of one released (a render sent to SPLASH_URL): sent
         # next, past the frontier and the gate, whose host they already hold
         self._continuations: deque[Request] = deque()
@@ -127,18 +135,13 @@ class FocusScheduler:
     def open(self, spider):
         self.spider = self.serializer.spider = self.robots.spider = spider
         sig = self.crawler.signals
-        sig.connect(self._on_response_downloaded, signal=signals.response_downloaded)
-        sig.connect(self._on_request_left, signal=signals.request_left_downloader)
-        sig.connect(self._on_page_scored, signal=focus_signals.page_scored)
+        self.host_feedback.open()
         sig.connect(self._on_item_done, signal=signals.item_scraped)
         sig.connect(self._on_item_done, signal=signals.item_dropped)
-        sig.connect(self._on_page_stored, signal=focus_signals.page_stored)
+        sig.connect(self._on_item_done, signal=focus_signals.page_stored)
         sig.connect(self._on_spider_idle, signal=signals.spider_idle)
         self.downloader.take_over_delays()
-        # the topic model that scores the links' words: the focused spider's; a project's own
-        # spider's comes with the signal topic_model (the add-on's FocusPages)
-        self._use_topic_model(getattr(spider, "model", None))
-        sig.connect(self._use_topic_model, signal=focus_signals.topic_model)
+        self.learner_feedback.open(spider)
         self.backend.open(learner=self.learner, enqueue=self.enqueue_request,
                           apply_robots=lambda host: self.robots.apply(host, self.gate.robots[host]),
                           use_learner=self._use_learner, use_strategy=self._use_strategy)
@@ -152,11 +155,6 @@ class FocusScheduler:
         if self._froze_gc:
             gc.freeze()
         return None
-
-    def _use_topic_model(self, model, **kwargs) -> None:
-        if model is not None:
-            self.learner.use_link_model(getattr(model, "link_pipeline", None) is not None,
-                                        getattr(model, "learner_priors", None))
 
     def _use_learner(self, learner: LinkRewardLearner) -> None:
         """A learner restored from a checkpoint replaces the crawl's."""
@@ -291,7 +289,7 @@ class FocusScheduler:
             self.rescorer.learner_updated()  # learning taken up from elsewhere: queued entries are stale
         for host in self.gate.overdue_robots(now):  # the callback never came: do not stall the host
             logger.warning("robots.txt of %s was fetched but never applied; releasing the host", host)
-            self._free(host, now)
+            self.free(host, now)
         if self.strategy.settle():  # queued URLs found on better pages since: re-score them
             self.rescorer.learner_updated()
         for refill in self.hooks.refill:  # a policy's own requests (revisits due) into the queues
@@ -377,62 +375,16 @@ class FocusScheduler:
             times += [next_due(now) for next_due in self.hooks.next_due]
         return min((t for t in times if t is not None), default=None)
 
-    def _free(self, host: str, ready_at: float) -> None:
+    def free(self, host: str, ready_at: float) -> None:
         """The host (and, per IP, its server) may be contacted again from ``ready_at``."""
         self.frontier.release(host, ready_at)
         self.gate.free(host, ready_at)
         self.downloader.wake_at(self.frontier.next_ready_time(), time.monotonic())
 
-    # --- feedback from the downloader ---------------------------------------------------------
-    def _on_response_downloaded(self, response, request, spider=None):
-        host = request.meta.get(M.HOST)
-        if host is None:
-            return
-        request.meta[M.GOT_RESPONSE] = True
-        request.meta[M.STATUS] = response.status
-        self.gate.response(host, request.meta.get("download_latency"), response.status,
-                           response.headers.get(b"Retry-After"), time.monotonic())
-        if response.status in (429, 503):
-            self.stats.inc_value("focus/politeness/backoffs")
-
-    def _on_request_left(self, request, spider=None):
-        meta = request.meta
-        host = meta.get(M.HOST)
-        if host is None or self.gate.inflight.get(host) is not request:
-            return
-        robots_request = bool(meta.get(M.ROBOTS_FOR))
-        if not meta.get(M.GOT_RESPONSE) and not robots_request:
-            self.stats.inc_value("focus/politeness/network_errors")
-        ready_at = self.gate.finished(host, request, got_response=bool(meta.get(M.GOT_RESPONSE)),
-                                      robots_status=meta.get(M.STATUS, 0) if robots_request else None,
-                                      now=time.monotonic())
-        if ready_at is not None:  # else: busy until its robots.txt is applied
-            self._free(host, ready_at)
-
     # --- feedback from the spider and the pipelines ---------------------------------------------
-    def _on_page_scored(self, request, response, page, links=None, hit=None, spider=None):
-        """``hit``: the page counts as found for the learner (FOCUS_REWARD_THRESHOLD); without it,
-        the item's relevance. A revisit teaches the learner nothing about the link that led there."""
-        if request.meta.get(M.REVISIT) is not None:
-            return
-        wasted = page.score is None
-        relevant = not wasted and bool(page.relevant if hit is None else hit)
-        self.learner.observe(canonicalize(page.final_url or request.url), link_parent(request.meta),
-                             request.meta.get(M.FEATURES), page_reward(page.score, relevant), relevant, wasted)
-        self.rescorer.learner_updated()
-
-    def _on_item_done(self, item, response=None, spider=None, exception=None):
-        """The page's item has been through the pipelines. A duplicate is waste the learner should
-        know about (traps and mirrors show up as duplicates); with JOBDIR, a stored page must not
-        be fetched again on resume."""
-        if getattr(item, "duplicate_of", None):
-            self.learner.mark_wasted(canonicalize(item.final_url or item.url))
-            self.stats.inc_value("focus/learner/duplicates_punished")
-        self._done(item)
-
-    def _on_page_stored(self, item, **kwargs):
-        """A page in the store is done for a resume: its links were queued before it, and the
-        store would otherwise hold a page the resumed crawl fetches again."""
+    def _on_item_done(self, item, response=None, spider=None, exception=None, **kwargs):
+        """The page's item has been through the pipelines, or the page is in the store: done for a
+        resume (its links were queued before it), never to be fetched again."""
         self._done(item)
 
     def _done(self, item) -> None:

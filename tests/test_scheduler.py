@@ -750,3 +750,24 @@ def test_a_project_spiders_topic_model_reaches_the_learner_by_its_signal():
         assert scheduler.learner.learn_words  # so the learner learns the words itself
     finally:
         scheduler.close("finished")
+
+
+def test_the_learner_is_rewarded_by_each_scored_page_s_rank_among_the_crawl_s_pages():
+    """The page_scored signal's page is rewarded by the learner's ``page_reward``: each scored page
+    counts in its ranks (waste does not), and a page not found is worth its rank, not its score."""
+    from focuscrawl.learning.ranks import RANK_REWARD
+
+    scheduler = opened()
+    try:
+        for i, score in enumerate((0.01, 0.02, 0.03, None, 0.04)):
+            page = SimpleNamespace(score=score, relevant=False, final_url=None)
+            request = Request(f"http://h0.test/{i}.html", meta={"focus_host": "h0.test"})
+            scheduler.crawler.signals.send_catch_log(focus_signals.page_scored, request=request, response=None,
+                                                     page=page, hit=False, spider=scheduler.spider)
+        learner = scheduler.learner
+        assert learner.ranks.scored == 4
+        # the best of four pages scored at 0.04: worth nearly a quarter of a hit, not 0.01
+        assert learner.nodes["http://h0.test/4.html"].reward == pytest.approx(RANK_REWARD * 3.5 / 4)
+        assert learner.nodes["http://h0.test/3.html"].reward < 0  # waste
+    finally:
+        scheduler.close("finished")

@@ -11,7 +11,10 @@ reward plus ``decay`` times what its fetched children are worth together (capped
 children are relevant is valued even when the hub itself is not, and more the more it led to. A
 host never fetched is judged by how new hosts have paid off so far (an empirical-Bayes prior for
 the host bandit), not by a fixed optimism. Waste (404s, errors, useless types,
-duplicates) is a small negative reward, which lowers links like the ones that led to it.
+duplicates) is a small negative reward, which lowers links like the ones that led to it; a page not
+counted as found is worth a part of a found page by its rank among the pages the crawl has scored
+(``ranks``): the topic model's order of pages transfers to sites unlike its examples better than
+its scale.
 """
 
 from __future__ import annotations
@@ -27,15 +30,18 @@ from focuscrawl.learning.link_words import LinkWordCounts
 from focuscrawl.learning.places import (UNSEEN, PathNode, Prior, Yield, dynamic_features, place_features, place_uncertainty,
                                         sibling_features, sibling_uncertainty)
 from focuscrawl.learning.regressor import Features, OnlineLinearRegressor, Vector, is_vector, per_link
+from focuscrawl.learning.ranks import ScoreRanks
 from focuscrawl.urls import host_and_prefix, host_key, path_prefix
 
 WASTE_REWARD = -0.2
 
 
 def page_reward(score: float | None, relevant: bool) -> float:
-    """What a fetched page is worth to the learner. The crawl is judged on relevant pages found: a
-    relevant page is worth a full point, an irrelevant one little, whatever its exact probability;
-    a request that bought no scored page (``score`` None: 404, error, useless type) is waste."""
+    """What a fetched page is worth, read on the score's own scale. The crawl is judged on relevant
+    pages found: a relevant page is worth a full point, an irrelevant one little, whatever its exact
+    probability; a request that bought no scored page (``score`` None: 404, error, useless type) is
+    waste. A crawl's learner reads a page not found on its rank instead
+    (``LinkRewardLearner.page_reward``)."""
     if score is None:
         return WASTE_REWARD
     return 1.0 if relevant else 0.25 * float(score)
@@ -113,6 +119,9 @@ class LinkRewardLearner:
         # what changed since the last delta taken, while other learners share this one's
         # (``track_changes``); None otherwise, and not kept in a checkpoint
         self.changes: ChangeLog | None = None
+        # the scores of the pages fetched so far: a page not counted as found is rewarded by its rank
+        # among them (``page_reward``)
+        self.ranks = ScoreRanks()
         self.observations = 0
         self.version = 0
 
@@ -121,12 +130,23 @@ class LinkRewardLearner:
         state.pop("changes", None)
         return state
 
+    def page_reward(self, score: float | None, relevant: bool) -> float:
+        """What a fetched page is worth to the learner: ``page_reward``'s, but a page not counted as
+        found is worth its rank among the pages the crawl has scored (``ScoreRanks.reward``), not its
+        score: where the topic model scores every page of a web far below even odds, its order of
+        them still leads. Call it once per scored page: each page asked about counts in the ranks."""
+        if score is None:
+            return page_reward(None, relevant)
+        reward = self.ranks.reward(score)  # every scored page counts in the ranks, found or not
+        return page_reward(score, True) if relevant else reward
+
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.__dict__.setdefault("new_hosts", _Yield())  # a checkpoint from before it was kept
         self.__dict__.setdefault("hub_cap", DEFAULTS.hub_cap)
         self.__dict__.setdefault("credit_elsewhere", None)
         self.changes = None
+        self.__dict__.setdefault("ranks", ScoreRanks())
         if type(self.nodes) is not dict:  # a checkpoint that kept them in an OrderedDict
             self.nodes = dict(self.nodes)
         self._unseen_host = self.new_hosts.shrunk(UNSEEN_HOST_EVIDENCE)
@@ -149,15 +169,12 @@ class LinkRewardLearner:
 
     # --- scoring ------------------------------------------------------------------------------
     def _places(self, url: str, parent: str | None) -> tuple[_Yield, _Yield, _Yield | None]:
+        """Where the evidence that changes as the crawl goes is kept: how the link's host, path
+        prefix and siblings (links from the same page) have paid off so far."""
         host = self.hosts.get(host_key(url)) or self._unseen_host
         prefix = self.prefixes.get(path_prefix(url), _UNSEEN)
         siblings = self.children.get(parent) if parent else None
         return host, prefix, siblings
-
-    def _dynamic(self, url: str, parent: str | None = None) -> list[tuple[str, float]]:
-        """Evidence that changes as the crawl goes: how the link's host, path prefix and
-        siblings (links from the same page) have paid off so far."""
-        return dynamic_features(*self._places(url, parent))
 
     def bonus(self, url: str, parent: str | None = None) -> float:
         """Optimism under uncertainty: places we know little about get a bonus that shrinks as
@@ -179,7 +196,7 @@ class LinkRewardLearner:
         return vector
 
     def _dynamic_vector(self, url: str, parent: str | None) -> Vector:
-        feats = self._dynamic(url, parent)
+        feats = dynamic_features(*self._places(url, parent))
         return (np.fromiter((self._dynamic_index[name] for name, _ in feats), dtype=np.int32, count=len(feats)),
                 np.fromiter((value for _, value in feats), dtype=np.float32, count=len(feats)))
 
@@ -189,7 +206,7 @@ class LinkRewardLearner:
         vector = features if is_vector(features) else self.vectorise(features)
         places = self._places(url, parent)  # looked up once: this runs for every (re-)scored URL
         return (self.model.predict_vector(vector) + self._word_values([len(vector[0])], *vector)[0]
-                + self._dynamic_value(*places) + self._bonus_at(*places))
+                + _weighted(dynamic_features(*places), self._dynamic_weights()) + self._bonus_at(*places))
 
     def score_many(self, items: Sequence[tuple[Features | Vector, str, str | None]]) -> list[float]:
         """``score`` for many links at once (the frontier's re-scoring batches)."""
@@ -208,25 +225,17 @@ class LinkRewardLearner:
         """``score_many`` with the links' hashed features joined: link i's are the next ``sizes[i]``
         of ``idx`` and ``val``. A packed frontier hands its feature bytes over this way, read in one
         numpy pass instead of two small arrays per link."""
-        static = self._static_values(sizes, idx, val) + self._word_values(sizes, idx, val)
+        # the linear model's part of each link's score (one dot product per link, in one pass),
+        # and what the crawl learned of its words
+        static = per_link(sizes, self.model.coef_[idx] * val) + self._word_values(sizes, idx, val)
         return [value + extra for value, extra in zip(static.tolist(), self._dynamic_values(urls, parents))]
 
-    def _static_values(self, sizes: Sequence[int], idx: np.ndarray, val: np.ndarray) -> np.ndarray:
-        """The linear model's part of each link's score: one dot product per link, in one pass."""
-        return per_link(sizes, self.model.coef_[idx] * val)
-
     def _word_values(self, sizes: Sequence[int], idx: np.ndarray, val: np.ndarray) -> np.ndarray:
-        """What the crawl has learned about each link's words: the link's score (``link_score``,
-        the topic model's or an offline link model's reading of the link) moved by the evidence
-        of its words (``LinkWordCounts``), at the weight the learner gives the link's score."""
-        if not self.learn_words or not len(idx) or not self.words.links:
+        """What the crawl has learned about each link's words (``LinkWordCounts.values``)."""
+        if not self.learn_words:
             return np.zeros(len(sizes))
-        is_score = idx == self._link_score_index
-        has_score = per_link(sizes, is_score) > 0
-        prior = per_link(sizes, np.where(is_score, val, 0.0))
-        learned = self.words.probabilities(prior, per_link(sizes, self.words.evidence(idx, val)))
         weight = float(self.model.coef_[self._link_score_index])
-        return np.where(has_score, weight * (learned - prior), 0.0)
+        return self.words.values(sizes, idx, val, self._link_score_index, weight)
 
     def _dynamic_values(self, urls: Sequence[str], parents: Sequence[str | None]) -> list[float]:
         """The dynamic evidence and exploration bonus of each link, as ``score`` adds them. The host
@@ -257,12 +266,9 @@ class LinkRewardLearner:
         coef = self.model.coef_
         return {name: float(coef[i]) for name, i in self._dynamic_index.items()}
 
-    def _dynamic_value(self, host: _Yield, prefix: _Yield, siblings: _Yield | None) -> float:
-        return _weighted(dynamic_features(host, prefix, siblings), self._dynamic_weights())
-
     def explain(self, features: Features, url: str, parent: str | None = None, top: int = 3) -> list[tuple[str, float]]:
         """The features that contributed most to a link's priority (by absolute contribution)."""
-        parts = self.model.contributions(list(features) + self._dynamic(url, parent))
+        parts = self.model.contributions(list(features) + dynamic_features(*self._places(url, parent)))
         if self.learn_words:
             vector = self.model.vectorise(features)
             parts.append(("link words", float(self._word_values([len(vector[0])], *vector)[0])))

@@ -28,6 +28,8 @@ import math
 
 import numpy as np
 
+from focuscrawl.learning.regressor import per_link
+
 #: Feature-name prefixes of a link's words (``features.link_features``): anchor, context, URL.
 WORD_PREFIXES = ("a:", "c:", "u:")
 #: Pseudo-links of smoothing per word, at the base rate: a word seen on one relevant link out of
@@ -98,6 +100,19 @@ class LinkWordCounts:
         summed evidence, bounded to ``max_shift`` (words of one link are not independent)."""
         shifts = np.clip(evidence, -self.max_shift, self.max_shift)
         return 1.0 / (1.0 + np.exp(-(logit(priors) + shifts)))
+
+    def values(self, sizes, idx: np.ndarray, val: np.ndarray, score_index: int, weight: float) -> np.ndarray:
+        """What the crawl has learned about each link's words: the link's score (the feature at
+        ``score_index``: the topic model's or an offline link model's reading of the link) moved by
+        the evidence of its words, at ``weight``, the learner's weight of the link's score. Link i's
+        hashed features are the next ``sizes[i]`` of ``idx`` and ``val``."""
+        if not len(idx) or not self.links:
+            return np.zeros(len(sizes))
+        is_score = idx == score_index
+        has_score = per_link(sizes, is_score) > 0
+        prior = per_link(sizes, np.where(is_score, val, 0.0))
+        learned = self.probabilities(prior, per_link(sizes, self.evidence(idx, val)))
+        return np.where(has_score, weight * (learned - prior), 0.0)
 
     def __getstate__(self):
         # most words are never seen: keep only the indices that were
