@@ -232,3 +232,73 @@ def test_a_name_is_judged_by_its_addresses_unless_a_proxy_resolves_it():
     with pytest.raises(Refused, match="localhost resolves to"):
         direct.check("http://localhost/page")
     PoliteFetcher("ua", "bot", NetworkPolicy(allow_all=True), proxies={}).check("http://localhost/page")
+
+
+# --- links read from words; growing bounded, written and used for labelling -----------------------
+
+def test_a_query_model_reads_a_links_url_words_on_a_links_scale():
+    model = build_query_model("test testing debug ctest check assert", background_docs=["software"] * 3)
+    ctest, prop, plain = model.score_links([
+        ("[9]", "", "http://cmake.local/help/variable/CTEST_CUSTOM_ERROR_PRE_CONTEXT.html"),
+        ("LABELS", "", "http://cmake.local/help/prop_test/LABELS.html"),
+        ("Home", "", "http://cmake.local/help/index.html")])
+    # one of the query's words in a URL's path (a word of an identifier too) is near even odds,
+    # where read as a page it would be a sixth of the query
+    assert plain < 0.3 < prop and ctest >= 0.5
+    assert model.score("", "ctest") < ctest
+    assert model.metadata["links"]["kind"] == "query"
+    assert LinearScorer.for_pipeline(model.link_pipeline) is not None
+    # a link's words count once per place: a URL naming a word twice is no stronger
+    once, twice = model.score_links([("", "", "http://u/ctest/a.html"), ("", "", "http://u/ctest/ctest.html")])
+    assert once == pytest.approx(twice)
+
+
+def test_a_round_past_its_time_limit_is_given_up():
+    from focuscrawl.relevance.growing import RoundTimeout
+
+    rng = random.Random(5)
+    prior = build_query_model("syllabus homework", background_docs=["software"] * 3)
+    grower = ModelGrower(prior, first=20, max_seconds=0.0)
+    for i in range(40):
+        grower.add("course" if i % 2 else "person", page(COURSE if i % 2 else PEOPLE, rng))
+    with pytest.raises(RoundTimeout, match="limit"):
+        grower.grow(grower.training_set())
+
+
+def test_a_grown_model_is_written_beside_its_prior_and_labelling_judges_by_it(tmp_path):
+    import os
+
+    from focuscrawl.labelling.models import judging_model_path
+    from focuscrawl.relevance.growing import grown_path
+
+    prior_path = tmp_path / "q-course.joblib"
+    build_query_model("syllabus homework", background_docs=["software"] * 3).save(prior_path)
+    assert grown_path(prior_path) == tmp_path / "q-course.grown.joblib"
+    assert judging_model_path(str(prior_path)) == (str(prior_path), False)  # no crawl grew it yet
+    rng = random.Random(6)
+    grower = ModelGrower(TopicModel.load(prior_path), first=20)
+    for i in range(60):
+        grower.add("course" if i % 3 == 0 else "person",
+                   ("syllabus homework " + page(COURSE, rng, 20)) if i % 3 == 0 else page(PEOPLE, rng))
+    model, report = grower.grow(grower.training_set())
+    assert report["unsure"] >= 0 and model is not None
+    model.save(grown_path(prior_path))
+    assert judging_model_path(str(prior_path)) == (str(grown_path(prior_path)), True)
+    loaded = TopicModel.load(grown_path(prior_path))
+    assert loaded.metadata["grown"][-1]["round"] == 1 and loaded.metadata["start"] == "query"
+    # its links are still read as the words' model reads them
+    link = [("Homework 3", "", "http://u/cs302/homework/")]
+    assert loaded.score_links(link) == pytest.approx(TopicModel.load(prior_path).score_links(link))
+    # a prior made again after the crawl is newer than what grew from the old one
+    os.utime(grown_path(prior_path), (1, 1))
+    assert judging_model_path(str(prior_path)) == (str(prior_path), False)
+
+
+def test_the_judge_takes_a_grown_model():
+    from focuscrawl.relevance.judge import PageJudge
+
+    prior = build_query_model("syllabus", background_docs=["x"])
+    judge = PageJudge(prior, 0.5, None, 1.0)
+    other = build_query_model("professor", background_docs=["x"])
+    judge.use_model(other, 0.7)
+    assert judge.model is other and judge.reward_threshold == 0.7
