@@ -214,10 +214,10 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         hubs = set()
     elif hubs is None:
         hubs = oracle_hubs(web.graph, relevance)
-    learner = LinkRewardLearner(link_model=model.link_pipeline is not None,  # as the scheduler's
+    learner = LinkRewardLearner(link_model=model.learned_links,  # as the scheduler's
                                 version_every=version_every)
     priors = {**(model.learner_priors or {}), **({HUB_FEATURE: 1.0} if hubs else {})}
-    learner.use_link_model(model.link_pipeline is not None, priors)
+    learner.use_link_model(model.learned_links, priors)
     hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
     deny = set(DEFAULTS.deny_extensions)
     frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)

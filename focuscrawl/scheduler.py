@@ -246,8 +246,8 @@ class FocusScheduler:
 
     def _use_topic_model(self, model, **kwargs) -> None:
         if model is not None:
-            self.learner.use_link_model(getattr(model, "link_pipeline", None) is not None,
-                                        getattr(model, "learner_priors", None))
+            learned = getattr(model, "learned_links", getattr(model, "link_pipeline", None) is not None)
+            self.learner.use_link_model(bool(learned), getattr(model, "learner_priors", None))
 
     def _use_learner(self, learner: LinkRewardLearner) -> None:
         """A learner restored from a checkpoint replaces the crawl's."""

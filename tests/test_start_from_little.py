@@ -248,6 +248,8 @@ def test_a_query_model_reads_a_links_url_words_on_a_links_scale():
     assert model.score("", "ctest") < ctest
     assert model.metadata["links"]["kind"] == "query"
     assert LinearScorer.for_pipeline(model.link_pipeline) is not None
+    # written from the user's words, it knows no other: the crawl's learner still learns the links' words
+    assert not model.learned_links
     # a link's words count once per place: a URL naming a word twice is no stronger
     once, twice = model.score_links([("", "", "http://u/ctest/a.html"), ("", "", "http://u/ctest/ctest.html")])
     assert once == pytest.approx(twice)
