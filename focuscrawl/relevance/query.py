@@ -15,7 +15,11 @@ explain`` use it unchanged; only its weights are written, not fitted:
   (1.0: every word once; more when words repeat);
 - P(on topic) = sigmoid(``SLOPE`` x (coverage - ``EVEN_COVERAGE``)): a page using half the
   query's weight is at even odds, one using none scores sigmoid(-3) = 0.05, one using every
-  word once 0.95. Links are scored the same way from their anchor, nearby words and URL words.
+  word once 0.95.
+- a link is read on its own scale (``LinkWords``, the model's link pipeline): its anchor's and
+  context's words and its URL's path split into words, with the same weights, at even odds when
+  it names ``EVEN_LINK_WORDS`` of the query's average word: a link carries a few words, and one
+  the user typed among them is as much evidence as half the query on a page.
 
 No length normalisation: a long page mentioning "class" once covers the query no more than a
 short one does, and a course's page that says "homework" ten times covers it more than one that
