@@ -191,6 +191,10 @@ def test_a_crawl_from_words_grows_its_model_in_a_worker_thread(demo_web, demo_fi
     assert "'focus/grow/rounds'" in log and "Traceback" not in log
     items = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
     assert items  # the crawl went on scoring and exporting with the grown model
+    # written beside the model it grew from, saying so, for scrapy label and the console
+    grown = TopicModel.load(tmp_path / "q.grown.joblib")
+    assert grown.metadata["grown_from"] == str(model) and grown.metadata["grown"][0]["round"] == 1
+    assert "scrapy label ranks its unsure pages" in log
 
 
 def test_a_combined_grown_model_adds_the_priors_evidence_and_reads_links_as_the_prior():
