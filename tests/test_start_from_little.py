@@ -308,3 +308,25 @@ def test_the_judge_takes_a_grown_model():
     other = build_query_model("professor", background_docs=["x"])
     judge.use_model(other, 0.7)
     assert judge.model is other and judge.reward_threshold == 0.7
+
+
+def test_a_crawl_whose_round_runs_past_its_limit_keeps_its_model_and_grows_no_more():
+    from types import SimpleNamespace
+
+    from scrapy.utils.test import get_crawler
+    from twisted.python.failure import Failure
+
+    from focuscrawl.relevance.growing import RoundTimeout
+    from focuscrawl.relevance.growing_ext import GrowModel
+
+    prior = build_query_model("syllabus", background_docs=["x"])
+    crawler = get_crawler(settings_dict={"FOCUS_GROW_MODEL": True, "FOCUS_GROW_FIRST": 10})
+    used = []
+    spider = SimpleNamespace(model=prior, use_model=used.append, model_arg=None)
+    grower = ModelGrower(prior, first=10)
+    part = GrowModel(crawler, spider, grower)
+    part._round_failed(Failure(RoundTimeout("fitting took past the round's limit of 1 s")), 1)
+    assert part.stopped and crawler.stats.get_value("focus/grow/timeout") == 1
+    for i in range(30):
+        part.page_scored(page=SimpleNamespace(page_score=0.1, title="t", text=f"page {i}"))
+    assert part.running is None and not used and grower.model is prior
