@@ -287,6 +287,8 @@ class Command(FocusCommand):
         print("  " + "  ".join(f"{term} {weight:.2f}" for term, weight in terms.items()))
         print("a page scores by the share of the query's weight it uses (plural and singular forms alike): "
               "half of it is even odds")
+        print(f"a link by the share its anchor, nearby words and URL words use: "
+              f"{model.metadata['links']['even_coverage']:.2f} of it (one word of average weight) is even odds")
         try:
             model.save(output)
         except OSError as exc:
