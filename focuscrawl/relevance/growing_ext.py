@@ -7,8 +7,9 @@ It keeps the pages
 the spider scores (``page_scored``), and when their number reaches ``FOCUS_GROW_FIRST``, then
 twice as many, and so on, trains a model from them in a worker thread (the reactor's thread
 pool: the crawl's downloads and callbacks go on meanwhile), then hands it to the spider
-(``FocusedSpider.use_model``): pages and links are scored with it from then on, and the learner
-counts a page as found at the new model's even odds.
+(``FocusedSpider.use_model``): pages are judged by it from then on (links stay read as the prior
+reads them: ``GrownModel``), and the learner counts a page as found at the new model's even odds;
+its rewards move, and the learner's new versions re-score the frontier.
 
 A round has a time limit (``FOCUS_GROW_ROUND_SECONDS``): one that runs past it is given up, the
 model kept, and the model grows no more. Each grown model is written beside the crawl's
@@ -40,11 +41,12 @@ def grows_by_default(model) -> bool:
 
 
 class GrowModel:
-    def __init__(self, crawler, spider, grower: ModelGrower, save_to=None):
+    def __init__(self, crawler, spider, grower: ModelGrower, model_path=None):
         self.crawler = crawler
         self.spider = spider
         self.grower = grower
-        self.save_to = save_to  # where each grown model is written (None: nowhere)
+        self.model_path = model_path  # the model it grows from, and beside it each grown model (None: not written)
+        self.save_to = grown_path(model_path) if model_path else None
         self.stopped = False  # a round ran past its time limit: no more rounds
         self.running = None  # the Deferred of the round in the worker thread
         self.closed = False
@@ -66,11 +68,10 @@ class GrowModel:
             raise NotConfigured
         grower = ModelGrower(model, positives=_own_positives(model), first=config.grow_first,
                              max_pages=config.grow_max_pages, max_seconds=config.grow_round_seconds)
-        model_path = getattr(spider, "model_arg", None) or config.model
-        save_to = grown_path(model_path) if config.grow_save and model_path else None
+        model_path = (getattr(spider, "model_arg", None) or config.model) if config.grow_save else None
         logger.info("the topic model grows from the crawl's pages (first round after %d pages, then as they "
                     "double; %d on-topic example(s) of the user's kept in)", grower.first, len(grower.positives))
-        return cls(crawler, spider, grower, save_to)
+        return cls(crawler, spider, grower, model_path)
 
     def page_scored(self, request=None, response=None, page=None, links=None, hit=False, **kwargs):
         if page is None or getattr(page, "page_score", None) is None or self.closed:
@@ -91,7 +92,7 @@ class GrowModel:
         """In the worker thread: train, and write the model where ``scrapy label`` finds it."""
         grown, report = self.grower.grow(snapshot, model)
         if grown is not None and self.save_to is not None:
-            grown.metadata["grown_from"] = str(self.save_to.with_name(self.save_to.name.replace(".grown", "", 1)))
+            grown.metadata["grown_from"] = str(self.model_path)
             try:
                 grown.save(self.save_to)
                 report["saved"] = str(self.save_to)
@@ -118,7 +119,7 @@ class GrowModel:
         stats.set_value("focus/grow/found", report["found"])
         stats.set_value("focus/grow/unsure", report.get("unsure", 0))
         logger.info("topic model round %d: trained on %d fetched pages (%d counted as on topic, %d unsure) and %d "
-                    "example(s) in %.1f s; it now scores pages and links%s", report["round"], report["pages"],
+                    "example(s) in %.1f s; it now judges the pages%s", report["round"], report["pages"],
                     report["found"], report.get("unsure", 0), report["examples"], report["seconds"],
                     f" (written to {report['saved']}: scrapy label ranks its unsure pages)" if "saved" in report else "")
         if "not_saved" in report:
