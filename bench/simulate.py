@@ -73,6 +73,7 @@ from focuscrawl.learning.strategies import make_strategy
 from focuscrawl.meta import LinkMeta, request_meta
 from focuscrawl.parsing import parse_html
 from focuscrawl.relevance import TopicModel
+from focuscrawl.relevance.query import build_query_model
 from focuscrawl.replay import RecordedWeb
 from focuscrawl.replay.linkgraph import PAGE, REDIRECT, LinkGraph, SamePage, load_aliases
 from focuscrawl.replay.metrics import Relevance, load_labels, reachable_relevant
@@ -214,10 +215,10 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         hubs = set()
     elif hubs is None:
         hubs = oracle_hubs(web.graph, relevance)
-    learner = LinkRewardLearner(link_model=model.link_pipeline is not None,  # as the scheduler's
+    learner = LinkRewardLearner(link_model=model.learned_links,  # as the scheduler's
                                 version_every=version_every)
     priors = {**(model.learner_priors or {}), **({HUB_FEATURE: 1.0} if hubs else {})}
-    learner.use_link_model(model.link_pipeline is not None, priors)
+    learner.use_link_model(model.learned_links, priors)
     hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
     deny = set(DEFAULTS.deny_extensions)
     frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)
@@ -383,10 +384,11 @@ def _mean_and_error(values: list[float]) -> tuple[float, float]:
     return mean, (statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0)
 
 
-def suite_cases(names: list[str], topics: list[str] | None = None, **where):
+def suite_cases(names: list[str], topics: list[str] | None = None, words: bool = False, **where):
     """(web, topic, model path) for each topic of the suite's webs ``names`` that this machine has
-    (``bench/webs.py``), the models trained from example pages in the web's cache folder; and what
-    was skipped, with why. ``where``: ``shared`` and ``cache`` folders other than the catalogue's."""
+    (``bench/webs.py``), the models trained from example pages in the web's cache folder (with
+    ``words``, no model path: the model is made from the topic's words); and what was skipped, with
+    why. ``where``: ``shared`` and ``cache`` folders other than the catalogue's."""
     here = str(Path(__file__).resolve().parent)
     if here not in sys.path:
         sys.path.insert(0, here)
@@ -398,7 +400,9 @@ def suite_cases(names: list[str], topics: list[str] | None = None, **where):
         if topics and topic.name not in topics:
             continue
         model = web.cache("models", f"{topic.name}.joblib")
-        if model.is_file():
+        if words:
+            cases.append((web, topic, None))
+        elif model.is_file():
             cases.append((web, topic, model))
         else:
             skipped[f"{web.name}/{topic.name}"] = f"{model} not trained (python bench/webs.py --train)"
@@ -409,7 +413,8 @@ def run_suite(args, oracle) -> int:
     """``--webs``: each web and topic of the suite, recall at the web's budget and harvest@500 (or
     at the budget, when smaller), with standard errors over the runs, and the suite's mean."""
     started = time.time()
-    cases, skipped = suite_cases(args.webs.split(","), [t for t in args.targets.split(",") if t] or None)
+    cases, skipped = suite_cases(args.webs.split(","), [t for t in args.targets.split(",") if t] or None,
+                                 words=args.words)
     for name, why in skipped.items():
         print(f"{name}: skipped: {why}", file=sys.stderr)
     if not cases:
@@ -429,7 +434,7 @@ def run_suite(args, oracle) -> int:
         if parsed is None:
             webs.clear()  # one web in memory at a time (langdocs parsed is ~1 GB)
             parsed = webs[web.warc] = Web.cached(web.warc, web.aliases, args.cache)
-        model = TopicModel.load(model_path)
+        model = build_query_model(topic.words) if args.words else TopicModel.load(model_path)
         relevance = Relevance(load_labels(web.labels), topic.positive, parsed.same)
         reachable = len(reachable_relevant(parsed.graph, web.seeds, relevance)) or 1
         budget = args.budget or web.budget
@@ -467,6 +472,9 @@ def main(argv=None) -> int:
     parser.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
                         help="with --webs: write each web/topic's per-run recall and harvest as JSON "
                              "(compare two screens with bench/compare_sims.py)")
+    parser.add_argument("--words", action="store_true",
+                        help="with --webs: each topic's model made from its words (scrapy train --query "
+                             "Topic.words), not from example pages")
     parser.add_argument("--strategy", default="learned", metavar="NAME[,NAME]",
                         help=f"what orders the frontier: {', '.join(STRATEGIES)} (default learned)")
     parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))

@@ -221,6 +221,14 @@ class FocusConfig:
         "FOCUS_GROW_MAX_PAGES", 4000, _number(int, 100),
         "Fetched pages FOCUS_GROW_MODEL keeps to train from (the first 5,000 characters of each; the "
         "oldest dropped first): its memory bound.")
+    grow_round_seconds: float = setting(
+        "FOCUS_GROW_ROUND_SECONDS", 120.0, _number(float, 1.0),
+        "Time limit of one FOCUS_GROW_MODEL round in its worker thread: a round past it is given up, "
+        "the model kept, and the model grows no more (the next round would have twice the pages).")
+    grow_save: bool = setting(
+        "FOCUS_GROW_SAVE", True, _bool,
+        "Write each grown model beside the crawl's model (NAME.grown.joblib), for scrapy label, "
+        "scrapy console and scrapy train CRAWL.db.")
     # --- output ------------------------------------------------------------------------------
     store: str | None = setting(
         "FOCUS_STORE", None, _optional(_text),

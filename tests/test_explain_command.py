@@ -111,6 +111,15 @@ def test_a_fetched_page_says_which_words_made_its_score(tmp_path):
     assert str(model_path) in line and "FOCUS_GROW_MODEL" in line
     (answer,) = json_lines(explain(tmp_path, "http://a.test/cs302", "--store", str(path), "--json"))
     assert {term for term, _ in answer["fetched"][0]["words"]} == {"syllabus", "homework"}
+    assert "made from the words 'course syllabus homework'" in line
+    # a crawl that grew the model: its words are explained by what it grew into
+    grown = build_query_model("syllabus homework", background_docs=["software"] * 3)
+    grown.metadata["grown"] = [{"round": 1}, {"round": 2}]
+    grown.save(tmp_path / "q.grown.joblib")
+    result = explain(tmp_path, "http://a.test/cs302", "--store", str(path))
+    line = next(line for line in result.stdout.splitlines() if "page words" in line)
+    assert "q.grown.joblib" in line and "grown by the crawl from its pages in 2 round(s)" in line
+    (tmp_path / "q.grown.joblib").unlink()
     model_path.unlink()  # a model that is gone: the page is explained all the same, its words are not
     result = explain(tmp_path, "http://a.test/cs302", "--store", str(path))
     assert result.returncode == 0 and "page words not explained: model file not found" in result.stdout

@@ -191,6 +191,10 @@ def test_a_crawl_from_words_grows_its_model_in_a_worker_thread(demo_web, demo_fi
     assert "'focus/grow/rounds'" in log and "Traceback" not in log
     items = [json.loads(line) for line in (tmp_path / "items.jsonl").read_text().splitlines()]
     assert items  # the crawl went on scoring and exporting with the grown model
+    # written beside the model it grew from, saying so, for scrapy label and the console
+    grown = TopicModel.load(tmp_path / "q.grown.joblib")
+    assert grown.metadata["grown_from"] == str(model) and grown.metadata["grown"][0]["round"] == 1
+    assert "scrapy label ranks its unsure pages" in log
 
 
 def test_a_combined_grown_model_adds_the_priors_evidence_and_reads_links_as_the_prior():
@@ -232,3 +236,97 @@ def test_a_name_is_judged_by_its_addresses_unless_a_proxy_resolves_it():
     with pytest.raises(Refused, match="localhost resolves to"):
         direct.check("http://localhost/page")
     PoliteFetcher("ua", "bot", NetworkPolicy(allow_all=True), proxies={}).check("http://localhost/page")
+
+
+# --- links read from words; growing bounded, written and used for labelling -----------------------
+
+def test_a_query_model_reads_a_links_url_words_on_a_links_scale():
+    model = build_query_model("test testing debug ctest check assert", background_docs=["software"] * 3)
+    ctest, prop, plain = model.score_links([
+        ("[9]", "", "http://cmake.local/help/variable/CTEST_CUSTOM_ERROR_PRE_CONTEXT.html"),
+        ("LABELS", "", "http://cmake.local/help/prop_test/LABELS.html"),
+        ("Home", "", "http://cmake.local/help/index.html")])
+    # one of the query's words in a URL's path (a word of an identifier too) is near even odds,
+    # where read as a page it would be a sixth of the query
+    assert plain < 0.3 < prop and ctest >= 0.5
+    assert model.score("", "ctest") < ctest
+    assert model.metadata["links"]["kind"] == "query"
+    assert LinearScorer.for_pipeline(model.link_pipeline) is not None
+    # written from the user's words, it knows no other: the crawl's learner still learns the links' words
+    assert not model.learned_links
+    # a link's words count once per place: a URL naming a word twice is no stronger
+    once, twice = model.score_links([("", "", "http://u/ctest/a.html"), ("", "", "http://u/ctest/ctest.html")])
+    assert once == pytest.approx(twice)
+
+
+def test_a_round_past_its_time_limit_is_given_up():
+    from focuscrawl.relevance.growing import RoundTimeout
+
+    rng = random.Random(5)
+    prior = build_query_model("syllabus homework", background_docs=["software"] * 3)
+    grower = ModelGrower(prior, first=20, max_seconds=0.0)
+    for i in range(40):
+        grower.add("course" if i % 2 else "person", page(COURSE if i % 2 else PEOPLE, rng))
+    with pytest.raises(RoundTimeout, match="limit"):
+        grower.grow(grower.training_set())
+
+
+def test_a_grown_model_is_written_beside_its_prior_and_labelling_judges_by_it(tmp_path):
+    import os
+
+    from focuscrawl.labelling.models import judging_model_path
+    from focuscrawl.relevance.growing import grown_path
+
+    prior_path = tmp_path / "q-course.joblib"
+    build_query_model("syllabus homework", background_docs=["software"] * 3).save(prior_path)
+    assert grown_path(prior_path) == tmp_path / "q-course.grown.joblib"
+    assert judging_model_path(str(prior_path)) == (str(prior_path), False)  # no crawl grew it yet
+    rng = random.Random(6)
+    grower = ModelGrower(TopicModel.load(prior_path), first=20)
+    for i in range(60):
+        grower.add("course" if i % 3 == 0 else "person",
+                   ("syllabus homework " + page(COURSE, rng, 20)) if i % 3 == 0 else page(PEOPLE, rng))
+    model, report = grower.grow(grower.training_set())
+    assert report["unsure"] >= 0 and model is not None
+    model.save(grown_path(prior_path))
+    assert judging_model_path(str(prior_path)) == (str(grown_path(prior_path)), True)
+    loaded = TopicModel.load(grown_path(prior_path))
+    assert loaded.metadata["grown"][-1]["round"] == 1 and loaded.metadata["start"] == "query"
+    # its links are still read as the words' model reads them
+    link = [("Homework 3", "", "http://u/cs302/homework/")]
+    assert loaded.score_links(link) == pytest.approx(TopicModel.load(prior_path).score_links(link))
+    # a prior made again after the crawl is newer than what grew from the old one
+    os.utime(grown_path(prior_path), (1, 1))
+    assert judging_model_path(str(prior_path)) == (str(prior_path), False)
+
+
+def test_the_judge_takes_a_grown_model():
+    from focuscrawl.relevance.judge import PageJudge
+
+    prior = build_query_model("syllabus", background_docs=["x"])
+    judge = PageJudge(prior, 0.5, None, 1.0)
+    other = build_query_model("professor", background_docs=["x"])
+    judge.use_model(other, 0.7)
+    assert judge.model is other and judge.reward_threshold == 0.7
+
+
+def test_a_crawl_whose_round_runs_past_its_limit_keeps_its_model_and_grows_no_more():
+    from types import SimpleNamespace
+
+    from scrapy.utils.test import get_crawler
+    from twisted.python.failure import Failure
+
+    from focuscrawl.relevance.growing import RoundTimeout
+    from focuscrawl.relevance.growing_ext import GrowModel
+
+    prior = build_query_model("syllabus", background_docs=["x"])
+    crawler = get_crawler(settings_dict={"FOCUS_GROW_MODEL": True, "FOCUS_GROW_FIRST": 10})
+    used = []
+    spider = SimpleNamespace(model=prior, use_model=used.append, model_arg=None)
+    grower = ModelGrower(prior, first=10)
+    part = GrowModel(crawler, spider, grower)
+    part._round_failed(Failure(RoundTimeout("fitting took past the round's limit of 1 s")), 1)
+    assert part.stopped and crawler.stats.get_value("focus/grow/timeout") == 1
+    for i in range(30):
+        part.page_scored(page=SimpleNamespace(page_score=0.1, title="t", text=f"page {i}"))
+    assert part.running is None and not used and grower.model is prior

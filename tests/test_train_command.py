@@ -286,3 +286,13 @@ def test_retraining_a_model_from_words_keeps_what_its_crawl_found(inputs, tmp_pa
     assert model.metadata["query"] == "syllabus homework" and model.metadata["off_topic"]["kind"] == "examples"
     # it learned the words the query did not name
     assert model.score("x", "midterm grading textbook") > 0.5 > model.score("x", "funding laboratory conference")
+    assert "grown" not in model.metadata["retrained_from_crawl"]
+    # a crawl that grew the model (FOCUS_GROW_MODEL) judged its pages by the grown one: recorded
+    grown = TopicModel.load(work / "q.joblib")
+    grown.metadata["grown"] = [{"round": 1, "pages": 100}]
+    grown.save(work / "q.grown.joblib")
+    result = scrapy(["train", "crawl.db", "-o", "again.joblib", "--cv-folds", "0"], work)
+    assert result.returncode == 0, result.stderr
+    assert "grew the model in 1 round(s)" in result.stdout
+    record = TopicModel.load(work / "again.joblib").metadata["retrained_from_crawl"]["grown"]
+    assert record["model"].endswith("q.grown.joblib") and record["rounds"] == [{"round": 1, "pages": 100}]

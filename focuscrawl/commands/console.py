@@ -128,6 +128,10 @@ class Command(FocusCommand):
 
         recorded = None if given else store.crawl_model(crawl)
         path = given or (recorded[0] if recorded else None)
+        if path and not given:
+            from focuscrawl.labelling.models import judging_model_path
+
+            path = judging_model_path(path)[0]  # the model the crawl grew from it, if it grew one
         if not path or (not given and not os.path.exists(path)):
             return None
         try:

@@ -288,14 +288,23 @@ def _crawl_model(store) -> tuple[Any, str]:
     path = recorded[0]
     from focuscrawl.relevance import ModelError, TopicModel  # scikit-learn: only when a page is explained
 
+    from focuscrawl.labelling.models import judging_model_path
+
+    path, grown = judging_model_path(path)  # the model the crawl grew from it, when it grew one
     try:
         model = TopicModel.load(path)
     except ModelError as exc:
         return None, str(exc)
     note = path
-    if (model.metadata.get("off_topic") or {}).get("kind") in ("query", "background"):
-        note += (" (as it was at the start: a crawl that grew it scored later pages with what it learned, "
-                 "FOCUS_GROW_MODEL)")
+    if model.metadata.get("start") == "query":
+        note += f" (made from the words {model.metadata.get('query', '')!r})"
+    elif (model.metadata.get("off_topic") or {}).get("kind") == "background":
+        note += f" (made from {model.metadata.get('n_positive', 0)} on-topic page(s) against the background corpus)"
+    if grown:
+        note += (f", grown by the crawl from its pages in {len(model.metadata.get('grown') or [])} round(s): "
+                 "pages scored before its last round were scored by an earlier model")
+    elif (model.metadata.get("off_topic") or {}).get("kind") in ("query", "background"):
+        note += " (as it was at the start: the crawl did not grow it, FOCUS_GROW_MODEL)"
     return model, note
 
 

@@ -346,7 +346,10 @@ def _model_path(store: CrawlStore, store_path: str, given: str | None, crawl: in
         which = f"crawl {crawl} of {store_path} names no" if crawl is not None else f"no crawl of {store_path} names a"
         raise CommandError(f"{which} topic model: give one with --model PATH")
     model, used_by = recorded
-    return model, f" (the model of crawl {used_by}; --model names another)"
+    from focuscrawl.labelling.models import judging_model_path
+
+    model, grown = judging_model_path(model)
+    return model, f" ({'the model grown by' if grown else 'the model of'} crawl {used_by}; --model names another)"
 
 
 __all__ = ["ANSWERS", "Command", "KeyAnswers", "LineAnswers", "Session", "run_session", "summary"]

@@ -171,7 +171,8 @@ class Command(FocusCommand):
         """Retrain a model made from words or on-topic pages alone from what its crawl found: the
         pages the crawl judged relevant against the rest it fetched, the user's own pages and any
         labels people gave kept in."""
-        from focuscrawl.relevance import ExamplesError, TrainingError, load_examples, train_topic_model
+        from focuscrawl.relevance import (ExamplesError, ModelError, TopicModel, TrainingError, load_examples,
+                                          train_topic_model)
         from focuscrawl.relevance.examples import examples_from_sources, judged_by_crawl, merge_examples
         from focuscrawl.store import is_crawl_store
 
@@ -196,6 +197,16 @@ class Command(FocusCommand):
         for key in ("query", "start"):
             if key in base.metadata:
                 model.metadata[key] = base.metadata[key]
+        from focuscrawl.labelling.models import judging_model_path
+
+        grown_file, grown = judging_model_path(str(base_path))
+        if grown:  # what the crawl's rounds learned is in its judgements; say how it got there
+            try:
+                rounds = TopicModel.load(grown_file).metadata.get("grown") or []
+            except ModelError:
+                rounds = []
+            model.metadata["retrained_from_crawl"]["grown"] = {"model": grown_file, "rounds": rounds}
+            print(f"  the crawl grew the model in {len(rounds)} round(s) ({grown_file}): its pages were judged by it")
         print(f"retraining {base_path} (made from {'words' if base.metadata.get('start') == 'query' else 'on-topic pages alone'}) "
               f"from what its crawl found: the pages it judged relevant against the rest it fetched")
         for label, count in report["examples_per_class"].items():
@@ -276,6 +287,8 @@ class Command(FocusCommand):
         print("  " + "  ".join(f"{term} {weight:.2f}" for term, weight in terms.items()))
         print("a page scores by the share of the query's weight it uses (plural and singular forms alike): "
               "half of it is even odds")
+        print(f"a link by the share its anchor, nearby words and URL words use: "
+              f"{model.metadata['links']['even_coverage']:.2f} of it (one word of average weight) is even odds")
         try:
             model.save(output)
         except OSError as exc:

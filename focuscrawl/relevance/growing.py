@@ -23,8 +23,10 @@ thread; see ``relevance.growing_ext``).
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -32,8 +34,22 @@ from focuscrawl.relevance.model import TopicModel, _logit, _sigmoid, build_pipel
 
 #: probability (at the model's own base rate) from which a fetched page counts as on topic
 CONFIDENT = 0.5
+#: a page scored within this of the confident score is one the round was unsure of (in its report;
+#: the labelling queue ranks them for a person)
+UNSURE_BAND = 0.1
 #: at least this many pages on each side, or the round is skipped
 MIN_CLASS = 5
+
+
+class RoundTimeout(Exception):
+    """A round of training ran past its time limit (``ModelGrower.max_seconds``)."""
+
+
+def grown_path(model_path) -> Path:
+    """Where a crawl keeps the model it grew from ``model_path``: beside it, ``NAME.grown.joblib``
+    (``scrapy label`` and ``scrapy console`` judge by it, ``scrapy train CRAWL.db`` records it)."""
+    path = Path(model_path)
+    return path.with_name(f"{path.stem}.grown{path.suffix or '.joblib'}")
 
 
 @dataclass
@@ -53,6 +69,7 @@ class ModelGrower:
     max_pages: int = 4000
     max_chars: int = 5000  # the start of a page says what it is about (and keeps memory bounded)
     combine: bool = False  # a page's score adds the prior's evidence to the grown model's (GrownModel)
+    max_seconds: float | None = None  # a round that takes longer is given up (RoundTimeout)
 
     def __post_init__(self):
         self.pages: deque[tuple[str, str]] = deque(maxlen=self.max_pages)
@@ -79,10 +96,13 @@ class ModelGrower:
     def grow(self, snapshot: TrainingSet, model: TopicModel | None = None) -> tuple[TopicModel | None, dict]:
         """Train a model from a snapshot, the current ``model`` (default: the grower's) judging
         which fetched pages are on topic. Returns ``(model or None when skipped, report)``; pure
-        apart from reading the models, so it may run in another thread."""
+        apart from reading the models, so it may run in another thread. Past ``max_seconds`` after
+        it started (checked between its steps: scoring, fitting) it raises RoundTimeout."""
+        started = time.monotonic()
         model = model or self.model
         crawl_docs = snapshot.docs[snapshot.positives:]
         scores = np.asarray(model.score_many(crawl_docs))
+        self._in_time(started, "scoring the pages")
         # the score at which a page is even odds, as ``TopicModel.probability`` maps it
         found = scores >= _score_at(model, CONFIDENT)
         y = np.concatenate([np.ones(snapshot.positives, dtype=int), found.astype(int)])
@@ -93,12 +113,18 @@ class ModelGrower:
             report["skipped"] = f"fewer than {MIN_CLASS} pages on one side"
             return None, report
         pipeline = build_pipeline(len(y)).fit([model_document(t, x) for t, x in snapshot.docs], y)
+        self._in_time(started, "fitting")
+        report["unsure"] = int(np.sum(np.abs(scores - _score_at(model, CONFIDENT)) < UNSURE_BAND))
         # combined, both parts are on the balanced scale: even odds at 0.5, as the prior's; alone,
         # the grown classifier's even odds is the crawl's own share of pages not found
         metadata = {**self.prior.metadata, "n_positive": n_pos, "n_negative": n_neg,
                     "even_odds": 0.5 if self.combine else None, "grown": [*self.history, report]}
         return GrownModel(pipeline, metadata, self.prior.link_pipeline, links_by=self.prior,
                           combine=self.combine), report
+
+    def _in_time(self, started: float, step: str) -> None:
+        if self.max_seconds is not None and time.monotonic() - started > self.max_seconds:
+            raise RoundTimeout(f"{step} took past the round's limit of {self.max_seconds:g} s")
 
     def adopt(self, model: TopicModel, report: dict) -> None:
         """The crawl now scores with ``model`` (a round's result)."""

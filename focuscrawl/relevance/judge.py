@@ -19,6 +19,11 @@ class PageJudge:
         self.reward_threshold = model.even_odds_score if reward_threshold is None else reward_threshold
         self.link_evidence = link_evidence
 
+    def use_model(self, model, reward_threshold: float) -> None:
+        """Judge by ``model`` from now on (a model grown as the crawl goes), hits at ``reward_threshold``."""
+        self.model = model
+        self.reward_threshold = reward_threshold
+
     @classmethod
     def from_config(cls, model, config, threshold: float | None = None) -> PageJudge:
         return cls(model, config.relevance_threshold if threshold is None else threshold,

@@ -115,6 +115,14 @@ class TopicModel:
         return {PART_OF_HIT: float(prior)} if isinstance(prior, (int, float)) else {}
 
     @property
+    def learned_links(self) -> bool:
+        """The model carries a link model learned from its training web's links: the crawl's link
+        learner then leaves the links' words to it (``LinkRewardLearner.use_link_model``). A link
+        reading written from a user's words (``relevance.query``) knows only those words, so the
+        learner still learns the rest from the crawl's pages."""
+        return self.link_pipeline is not None and (self.metadata.get("links") or {}).get("kind") != "query"
+
+    @property
     def even_odds_score(self) -> float:
         """The score at which a page is as likely on topic as not, at the base rate the model was
         trained on. The classifier is trained class-balanced, as if half of all pages were on

@@ -15,7 +15,11 @@ explain`` use it unchanged; only its weights are written, not fitted:
   (1.0: every word once; more when words repeat);
 - P(on topic) = sigmoid(``SLOPE`` x (coverage - ``EVEN_COVERAGE``)): a page using half the
   query's weight is at even odds, one using none scores sigmoid(-3) = 0.05, one using every
-  word once 0.95. Links are scored the same way from their anchor, nearby words and URL words.
+  word once 0.95.
+- a link is read on its own scale (``LinkWords``, the model's link pipeline): its anchor's and
+  context's words and its URL's path split into words, with the same weights, at even odds when
+  it names ``EVEN_LINK_WORDS`` of the query's average word: a link carries a few words, and one
+  the user typed among them is as much evidence as half the query on a page.
 
 No length normalisation: a long page mentioning "class" once covers the query no more than a
 short one does, and a course's page that says "homework" ten times covers it more than one that
@@ -37,12 +41,17 @@ from sklearn.pipeline import Pipeline
 
 import focuscrawl
 from focuscrawl.relevance.model import TopicModel, TrainingError, model_document
+from focuscrawl.urls import url_tokens
 
 #: coverage at which a page is as likely on topic as not: half the query's weight
 EVEN_COVERAGE = 0.5
 #: how sharply the probability rises with coverage (a page with none of the words scores
 #: sigmoid(-SLOPE / 2) = 0.05)
 SLOPE = 6.0
+#: a link's coverage at which it is as likely to lead on topic as not: a link carries a few words
+#: (its anchor, the text around it, its URL's), so naming one of the query's words is evidence
+#: that half the query is on a page; as a share of the query's weight, that of its average word
+EVEN_LINK_WORDS = 1.0
 #: a query needs at least one word of this many letters or more
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
@@ -67,6 +76,24 @@ def _forms(word: str) -> set[str]:
         forms.add(word[:-1] + "ies" if word.endswith("y") and len(word) > 2 and word[-2] not in "aeiou" else
                   word + ("es" if word.endswith(("s", "x", "z", "ch", "sh")) else "s"))
     return forms
+
+
+class LinkWords:
+    """The query's vocabulary words a link ``(anchor, context, url)`` uses: its anchor's and
+    context's words, and its URL's path and query split into words (``cpp/regex/regex_match``,
+    ``CTEST_TEST_TIMEOUT``), each URL word counted once. A module-level class, so a model holding
+    one pickles."""
+
+    def __init__(self, vocabulary):
+        self.vocabulary = frozenset(vocabulary)
+        self.words = TfidfVectorizer(strip_accents="unicode", token_pattern=_TOKEN.pattern, ngram_range=(1, 2)).build_analyzer()
+
+    def __call__(self, link) -> list[str]:
+        anchor, context, url = link
+        found = [w for w in self.words(f"{anchor} {context}") if w in self.vocabulary]
+        path = " ".join(dict.fromkeys(url_tokens(url)))
+        found += [w for w in dict.fromkeys(self.words(path)) if w in self.vocabulary]
+        return found
 
 
 def build_query_model(words: str, background_docs: list[str] | None = None) -> TopicModel:
@@ -102,6 +129,7 @@ def build_query_model(words: str, background_docs: list[str] | None = None) -> T
     classifier.intercept_ = np.array([-SLOPE * EVEN_COVERAGE])
     classifier.n_features_in_ = len(vocabulary)
     pipeline = Pipeline([("tfidf", vectorizer), ("classifier", classifier)])
+    link_pipeline = _link_pipeline(vectorizer, coef, terms)
     metadata = {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "start": "query",
@@ -114,8 +142,23 @@ def build_query_model(words: str, background_docs: list[str] | None = None) -> T
         "n_negative": 0,
         "off_topic": {"kind": "query", "idf": "background corpus", "pages": len(background_docs)},
         "cv": None,
-        "links": None,
+        "links": {"kind": "query", "even_coverage": round(EVEN_LINK_WORDS / len(set(terms)), 4)},
         "sources": [],
         "versions": {"sklearn": sklearn.__version__, "numpy": np.__version__, "focuscrawl": focuscrawl.__version__},
     }
-    return TopicModel(pipeline, metadata)
+    return TopicModel(pipeline, metadata, link_pipeline)
+
+
+def _link_pipeline(vectorizer: TfidfVectorizer, coef: np.ndarray, terms: list[str]) -> Pipeline:
+    """The query's words read on a link (``LinkWords``) with the page reading's weights, even odds
+    at the coverage of ``EVEN_LINK_WORDS`` of the query's average word."""
+    links = TfidfVectorizer(analyzer=LinkWords(vectorizer.vocabulary_), vocabulary=vectorizer.vocabulary_,
+                            sublinear_tf=True, norm=None, dtype=np.float64)
+    links.fit([("", "", "")])
+    links.idf_ = vectorizer.idf_
+    classifier = LogisticRegression()
+    classifier.classes_ = np.array([0, 1])
+    classifier.coef_ = coef.copy()
+    classifier.intercept_ = np.array([-SLOPE * EVEN_LINK_WORDS / len(set(terms))])
+    classifier.n_features_in_ = coef.shape[1]
+    return Pipeline([("tfidf", links), ("classifier", classifier)])

@@ -152,6 +152,8 @@ class FocusedSpider(scrapy.Spider):
         reward, document = self.configured_reward_threshold, self.configured_document_link_score
         self.reward_threshold = model.even_odds_score if reward is None else reward
         self.document_link_score = model.even_odds_score if document is None else document
+        if getattr(self, "judge", None) is not None:  # pages are judged by it too, not only links
+            self.judge.use_model(model, self.reward_threshold)
 
     def _on_crawl_opened(self, to_export=(), **kwargs):
         self.to_export = to_export
