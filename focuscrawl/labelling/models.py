@@ -9,7 +9,6 @@ unless told otherwise. Scrapy-free.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from focuscrawl.relevance.growing import grown_path
