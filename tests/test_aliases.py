@@ -151,6 +151,10 @@ def test_a_worker_gives_out_its_rules_once_and_another_takes_them_up():
     assert b.canonical(f"{H}/x/index.html") == f"{H}/x/"
     assert b.canonical("http://www.k.test/z.html") == "http://k.test/z.html"
     assert b.shared_view() == {}  # others' rules are not given out again as its own
+    other = HostAliases(min_evidence=2)
+    other.take_shared({"index:h.test": "paper.pdf", "www:k.test": "elsewhere.test"})  # no such rules
+    assert other.canonical(f"{H}/x/paper.pdf") == f"{H}/x/paper.pdf"
+    assert other.canonical("http://www.k.test/z.html") == "http://www.k.test/z.html"
     b.take_shared({"slash:h.test": "", "index:h.test": "", "www:k.test": ""})  # withdrawn
     assert b.canonical(f"{H}/x") == f"{H}/x" and not b.rules()["index"] and not b.rules()["www"]
 

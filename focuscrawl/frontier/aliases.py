@@ -268,12 +268,13 @@ class HostAliases:
             if rule == "slash":
                 (self._adopted_slash.add if value else self._adopted_slash.discard)(host)
             elif rule == "index":
-                if value:
-                    self._adopted_index[host] = frozenset(value.split(","))
+                names = frozenset(name for name in value.split(",") if INDEX_NAME.match(name))
+                if names:
+                    self._adopted_index[host] = names
                 else:
                     self._adopted_index.pop(host, None)
             elif rule == "www":
-                if value:
+                if value and _bare(value) == host:  # only ever the host's own www or bare name
                     self._adopted_www[host] = value
                 else:
                     self._adopted_www.pop(host, None)
