@@ -189,7 +189,8 @@ def test_a_worker_spends_no_redirect_on_a_rule_another_learned(demo_model, tmp_p
     log = tmp_path / "server.jsonl"
     with ReplayProxy(_slash_web(), log_path=str(log)) as proxy:
         for name in ("first", "second"):
-            result = run_scrapy(["crawl", "focused", "-a", f"seeds=http://a.test/{name}.html", "-a", f"model={demo_model}",
+            result = run_scrapy(["crawl", "focused", "-a", f"seeds=http://a.test/{name}.html",
+                                 "-a", f"model={demo_model}",
                                  "-s", f"FOCUS_FRONTIER_URL={redis_url}", "-s", "FOCUS_CRAWL_ID=conclusions",
                                  "-s", "DOWNLOAD_DELAY=0", "-s", "FOCUS_PATIENCE=0",
                                  "-s", f"FOCUS_STORE={tmp_path / f'{name}.db'}"],
