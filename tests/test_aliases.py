@@ -126,6 +126,66 @@ def test_a_checkpointed_learner_is_adopted_whole():
     assert fresh.canonical(f"{H}/c") == f"{H}/c/"
 
 
+# --- sharing with the other workers of a crawl --------------------------------------------------
+
+
+def _learned_everything() -> HostAliases:
+    a = HostAliases(min_evidence=2)
+    a.redirected(f"{H}/a", f"{H}/a/")
+    a.redirected(f"{H}/b", f"{H}/b/")
+    a.redirected(f"{H}/c/index.html", f"{H}/c/")
+    a.redirected(f"{H}/d/index.html", f"{H}/d/")
+    a.redirected("http://www.k.test/a.html", "http://k.test/a.html")
+    a.redirected("http://www.k.test/b.html", "http://k.test/b.html")
+    return a
+
+
+def test_a_worker_gives_out_its_rules_once_and_another_takes_them_up():
+    a = _learned_everything()
+    view = a.shared_view()
+    assert view == {"slash:h.test": "1", "index:h.test": "index.html", "www:k.test": "k.test"}
+    assert a.shared_view() == {}  # nothing changed since
+    b = HostAliases(min_evidence=2)
+    b.take_shared(view)
+    assert b.canonical(f"{H}/x") == f"{H}/x/"
+    assert b.canonical(f"{H}/x/index.html") == f"{H}/x/"
+    assert b.canonical("http://www.k.test/z.html") == "http://k.test/z.html"
+    assert b.shared_view() == {}  # others' rules are not given out again as its own
+    other = HostAliases(min_evidence=2)
+    other.take_shared({"index:h.test": "paper.pdf", "www:k.test": "elsewhere.test"})  # no such rules
+    assert other.canonical(f"{H}/x/paper.pdf") == f"{H}/x/paper.pdf"
+    assert other.canonical("http://www.k.test/z.html") == "http://www.k.test/z.html"
+    b.take_shared({"slash:h.test": "", "index:h.test": "", "www:k.test": ""})  # withdrawn
+    assert b.canonical(f"{H}/x") == f"{H}/x" and not b.rules()["index"] and not b.rules()["www"]
+
+
+def test_a_rule_that_stops_holding_is_withdrawn():
+    a = _learned_everything()
+    a.shared_view()
+    for _ in range(2):
+        a.mistaken(f"{H}/e", f"{H}/e/")
+    assert a.shared_view() == {"slash:h.test": ""}
+
+
+def test_own_evidence_wins_over_another_workers_rule():
+    b = HostAliases(min_evidence=2)
+    b.fetched(f"{H}/plain", "d1")  # this host answered a path without a slash directly
+    b.take_shared({"slash:h.test": "1", "www:k.test": "k.test", "nonsense:x": "1"})
+    assert b.canonical(f"{H}/x") == f"{H}/x"
+    assert b.canonical("http://www.k.test/z.html") == "http://k.test/z.html"
+    b.mistaken("http://www.k.test/z.html", "http://k.test/z.html")  # the adopted rule failed here
+    assert b.canonical("http://www.k.test/z.html") == "http://www.k.test/z.html"
+    c = HostAliases(min_evidence=2)
+    c.take_shared({"slash:h.test": "1"})
+    c.redirected(f"{H}/a", f"{H}/a/")  # evidence that agrees keeps the rule
+    assert c.canonical(f"{H}/x") == f"{H}/x/"
+
+
+def test_a_crawl_not_shared_tracks_nothing_for_sharing():
+    a = _learned_everything()
+    assert not a._touched and not a._published
+
+
 # --- a real crawl: a host that redirects /dir to /dir/ and serves /dir/index.html as /dir/ ---------
 
 DIRS = 8

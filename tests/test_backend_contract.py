@@ -236,3 +236,58 @@ def test_a_workers_own_state_round_trips_through_its_jobdir(tmp_path):
     part = Part("aliases")
     assert WorkerState(str(tmp_path / "job"), [part, Part("render_hosts")], 3600.0).restore() == 1
     assert part.value == "learned"
+
+
+@pytest.mark.slow
+def test_workers_of_a_shared_crawl_take_up_each_others_conclusions(redis_url):
+    """Worker B re-spells ``/dir`` as ``/dir/`` (no redirect spent) once A has learned the host's
+    slash rule, and routes a host A's renders marked straight to the browser, over a real Redis."""
+    from types import SimpleNamespace
+
+    from focuscrawl.frontier.aliases import HostAliases
+    from focuscrawl.rendering.decide import RenderHosts
+    from focuscrawl.scheduling.aliases import UrlAliases
+    from focuscrawl.scheduling.rendering import RenderRouting
+
+    def parts():
+        return (UrlAliases(SimpleNamespace(stats=None), HostAliases(min_evidence=2)),
+                RenderRouting("auto", RenderHosts(mark_after=2), None, None, None))
+
+    settings = {"FOCUS_BACKEND": SHARED_BACKEND, "FOCUS_FRONTIER_URL": redis_url, "FOCUS_CRAWL_ID": "conclusions"}
+    (aliases_a, render_a), (aliases_b, render_b) = parts(), parts()
+    a, b = Crawl(settings, kept=[aliases_a, render_a]), Crawl(settings, kept=[aliases_b, render_b])
+    aliases_a.aliases.redirected("http://a.test/x", "http://a.test/x/")
+    aliases_a.aliases.redirected("http://a.test/y", "http://a.test/y/")
+    for _ in range(2):
+        render_a.hosts.rendered("app.test", 5, 0, 400, 20)
+    assert aliases_b.aliases.canonical("http://a.test/dir") == "http://a.test/dir"
+    a.backend.tick(10.0, a.learner, None)
+    b.backend.tick(10.0, b.learner, None)
+    assert aliases_b.aliases.canonical("http://a.test/dir") == "http://a.test/dir/"
+    assert render_b.hosts.route("app.test")
+    # B's own evidence against the rule wins for B; A's rule is unchanged, and a late worker takes it up
+    aliases_b.aliases.fetched("http://a.test/served-plain", "digest")
+    b.backend.tick(20.0, b.learner, None)
+    a.backend.tick(20.0, a.learner, None)
+    assert aliases_b.aliases.canonical("http://a.test/dir") == "http://a.test/dir"
+    assert aliases_a.aliases.canonical("http://a.test/dir") == "http://a.test/dir/"
+    (aliases_c, render_c) = parts()
+    c = Crawl(settings, kept=[aliases_c, render_c])
+    c.backend.tick(30.0, c.learner, None)
+    assert aliases_c.aliases.canonical("http://a.test/dir") == "http://a.test/dir/"
+    assert render_c.hosts.needs_rendering("app.test")
+    for crawl in (a, b, c):
+        crawl.close()
+
+
+def test_a_local_crawl_shares_nothing(tmp_path):
+    from focuscrawl.rendering.decide import RenderHosts
+    from focuscrawl.scheduling.rendering import RenderRouting
+
+    routing = RenderRouting("auto", RenderHosts(mark_after=2), None, None, None)
+    crawl = Crawl({"FOCUS_BACKEND": LOCAL_BACKEND}, kept=[routing])
+    for _ in range(2):
+        routing.hosts.rendered("app.test", 5, 0, 400, 20)
+    crawl.backend.tick(10.0, crawl.learner, None)
+    crawl.close()
+    assert routing.hosts.shared_view() == {"app.test": "1"}  # never asked before: nothing was given out

@@ -162,3 +162,43 @@ def test_a_killed_worker_breaks_no_politeness(killed_crawl, demo_web):
     report = audit_report(killed_crawl["server"], robots=demo_web.robots, delays=DELAY)
     assert report["violation_counts"]["gap"] == 0 and report["violation_counts"]["concurrency"] == 0, \
         report["violations"]
+
+
+# --- what one worker concluded of a host, taken up by the next ------------------------------------
+
+def _slash_web() -> RecordedWeb:
+    """A host that answers ``/people/pN`` with a redirect to ``/people/pN/``; the first worker's
+    seed links two of them (its evidence), the second's the rest."""
+    html = [("Content-Type", "text/html; charset=utf-8")]
+
+    def page(title: str, links) -> bytes:
+        anchors = " ".join(f'<a href="{href}">{title} notes {href}</a>' for href in links)
+        return f"<html><head><title>{title}</title></head><body><p>{title} writes {anchors}</p></body></html>".encode()
+
+    records = {"http://a.test/first.html": (200, html, page("First", ["/people/p0", "/people/p1"])),
+               "http://a.test/second.html": (200, html, page("Second", [f"/people/p{n}" for n in range(2, 8)]))}
+    for n in range(8):
+        records[f"http://a.test/people/p{n}"] = (301, [("Location", f"http://a.test/people/p{n}/")], b"")
+        records[f"http://a.test/people/p{n}/"] = (200, html, page(f"Person {n}", []))
+    return RecordedWeb.from_records(records)
+
+
+def test_a_worker_spends_no_redirect_on_a_rule_another_learned(demo_model, tmp_path, redis_url):
+    from .conftest import run_scrapy
+
+    log = tmp_path / "server.jsonl"
+    with ReplayProxy(_slash_web(), log_path=str(log)) as proxy:
+        for name in ("first", "second"):
+            result = run_scrapy(["crawl", "focused", "-a", f"seeds=http://a.test/{name}.html",
+                                 "-a", f"model={demo_model}",
+                                 "-s", f"FOCUS_FRONTIER_URL={redis_url}", "-s", "FOCUS_CRAWL_ID=conclusions",
+                                 "-s", "DOWNLOAD_DELAY=0", "-s", "FOCUS_PATIENCE=0",
+                                 "-s", f"FOCUS_STORE={tmp_path / f'{name}.db'}"],
+                                cwd=tmp_path, env={"http_proxy": proxy.url}, timeout=120)
+            assert result.returncode == 0, result.stderr[-2000:]
+        proxy.wait_idle(timeout=5.0)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    redirected = sorted(r["path"] for r in records if r.get("status") == 301)
+    fetched = {r["path"] for r in records if r.get("status") == 200}
+    assert redirected == ["/people/p0", "/people/p1"]  # the first worker's evidence; none for the second
+    assert {f"/people/p{n}/" for n in range(8)} <= fetched

@@ -175,3 +175,48 @@ def test_an_allowed_network_inside_a_private_range_leaves_the_rest_refused():
     allowed_at = script.index('isInNet(ip, "127.0.0.2", "255.255.255.255")')
     refused_at = script.index('isInNet(ip, "127.0.0.0", "255.0.0.0")')
     assert allowed_at < refused_at  # 127.0.0.2 goes out, the rest of loopback does not
+
+
+def _marked(host: str = "app.test") -> RenderHosts:
+    hosts = RenderHosts(mark_after=2, unmark_after=3)
+    for _ in range(2):
+        hosts.rendered(host, 5, 0, 400, 20)
+    return hosts
+
+
+def test_a_workers_marks_are_given_out_once_and_taken_up_by_another():
+    a = _marked()
+    view = a.shared_view()
+    assert view == {"app.test": "1"}
+    assert a.shared_view() == {}
+    b = RenderHosts()
+    b.take_shared(view)
+    assert b.needs_rendering("app.test") and b.route("app.test")
+    assert b.shared_view() == {}  # another worker's mark is not given out again
+    b.take_shared({"app.test": ""})
+    assert not b.needs_rendering("app.test")
+
+
+def test_an_unmarked_host_is_withdrawn_and_own_evidence_wins():
+    a = _marked()
+    a.shared_view()
+    for _ in range(3):
+        a.plain_page("app.test", shell=False)
+    assert a.shared_view() == {"app.test": ""}
+    b = RenderHosts()
+    b.rendered("app.test", 300, 30, 310, 30)  # its own render gained nothing
+    b.take_shared({"app.test": "1"})
+    assert not b.needs_rendering("app.test")
+    c = RenderHosts(unmark_after=3)
+    c.take_shared({"app.test": "1"})
+    for _ in range(3):  # probes of the adopted mark that are no shells unmark it here
+        c.plain_page("app.test", shell=False)
+    c.take_shared({"app.test": "1"})
+    assert not c.needs_rendering("app.test")
+
+
+def test_sharing_survives_a_checkpoint():
+    a = _marked()
+    a.shared_view()
+    again = pickle.loads(pickle.dumps(a))
+    assert again.needs_rendering("app.test")

@@ -5,7 +5,9 @@ dies) and the learner, synced.
 
 A worker keeps nothing of the crawl's state locally: started again, it takes its part up from
 Redis. With JOBDIR it keeps there what is its own (``worker_state``: the URL aliases it learned,
-the hosts it renders), besides the spider's state and its store.
+the hosts it renders), besides the spider's state and its store; what those parts concluded (a
+host's URL alias rules, its need of a browser) it gives to the other workers and takes up theirs
+(``distributed.conclusions``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from focuscrawl.backends.base import BackendUnavailable
 from focuscrawl.backends.local import packing_codec
 from focuscrawl.backends.worker_state import WorkerState
 from focuscrawl.config import DEFAULTS, ConfigError, FocusConfig
+from focuscrawl.distributed.conclusions import SharedConclusions
 from focuscrawl.distributed.connection import Keys, RedisUnavailable, connect, reactor_wait
 from focuscrawl.distributed.crawl import SharedCrawl
 from focuscrawl.distributed.exclusion import SharedExclusionList
@@ -49,6 +52,7 @@ class SharedBackend:
                                              config.exclude_check_seconds)
         self.released_here = 0
         self.worker_state: WorkerState | None = None  # with JOBDIR, once bound
+        self.conclusions: SharedConclusions | None = None  # once bound
         self._gate: HostGate | None = None
 
     @classmethod
@@ -95,7 +99,12 @@ class SharedBackend:
 
     # --- lifecycle ------------------------------------------------------------------------------
     def bind(self, gate: HostGate, admission, kept: Iterable[Stateful]) -> None:
+        from focuscrawl.scheduling.persistence import Shareable
+
         self._gate = gate
+        kept = list(kept)
+        self.conclusions = SharedConclusions(self.crawl.frontier.writes, self.crawl.keys, self.crawl.worker,
+                                             [part for part in kept if isinstance(part, Shareable)])
         if self.config.jobdir:
             self.worker_state = WorkerState(self.config.jobdir, kept, self.config.checkpoint_seconds)
 
@@ -108,11 +117,15 @@ class SharedBackend:
     def tick(self, now: float, learner, strategy) -> bool:
         if self.worker_state is not None:
             self.worker_state.save_if_due(now)
+        if self.conclusions is not None:
+            self.conclusions.maybe_share(now)
         return self.crawl.tick(now, learner)
 
     def close(self, learner, strategy) -> None:
         if self.worker_state is not None:
             self.worker_state.save()
+        if self.conclusions is not None:
+            self.conclusions.close()
         self.crawl.close(learner)
 
     # --- events ---------------------------------------------------------------------------------

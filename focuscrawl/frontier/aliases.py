@@ -20,6 +20,10 @@ fetches the spelling the link gave) counts MISTAKE_WEIGHT observations against i
 rule that costs more requests than it saves stops holding for that host. Evidence is kept for a bounded number of pages (``max_pages``),
 oldest forgotten first: rules are learned early in a crawl, from a host's first pages.
 
+In a crawl shared between workers, each worker publishes the rules its own evidence concluded
+(``shared_view``) and takes up the others' (``take_shared``) for hosts where it has no evidence
+to the contrary: a rule of its own, or evidence against one, keeps winning here.
+
 Pure: canonical URLs in, canonical URLs out; the scheduler feeds the evidence (redirect hops and
 the content hash of every page fetched) and asks ``canonical`` at admission and at dequeue.
 """
@@ -92,6 +96,13 @@ class HostAliases:
         self._slash: set[str] = set()
         self._index: dict[str, frozenset[str]] = {}
         self._www: dict[str, str] = {}
+        # rules other workers concluded (``take_shared``), by the same keys, and what sharing tracks
+        self._adopted_slash: set[str] = set()
+        self._adopted_index: dict[str, frozenset[str]] = {}
+        self._adopted_www: dict[str, str] = {}
+        self._sharing = False  # set by the first ``shared_view``: a crawl not shared tracks nothing
+        self._touched: set[tuple[str, str]] = set()  # (rule, host key) re-judged since last asked
+        self._published: dict[str, str] = {}  # shared key -> the conclusion last given out
 
     # --- evidence -------------------------------------------------------------------------------
     def redirected(self, source: str, target: str) -> None:
@@ -165,17 +176,40 @@ class HostAliases:
 
     # Each piece of evidence re-judges the one rule of the one host it is about: a crawl sees a
     # page a few milliseconds, and re-judging every host's rules for each would cost O(hosts).
-    def _update_slash(self, host: str) -> None:
+    def _own_slash(self, host: str) -> bool:
         n = self.slash_for[host]
-        holds = n >= self.min_evidence and n > SLASH_COUNTER_WEIGHT * (
+        return n >= self.min_evidence and n > SLASH_COUNTER_WEIGHT * (
             self.slash_against[host] + MISTAKE_WEIGHT * self.mistakes[("slash", host, "")])
+
+    def _own_index(self, host: str) -> frozenset[str]:
+        return frozenset(name for name, n in self.index_votes.get(host, {}).items()
+                         if n - MISTAKE_WEIGHT * self.mistakes[("index", host, name)] >= self.min_evidence)
+
+    def _own_www(self, bare: str) -> str | None:
+        if self.www_votes.get(bare):
+            (choice, n), *rest = self.www_votes[bare].most_common()
+            n -= MISTAKE_WEIGHT * self.mistakes[("www", bare, choice)]
+            if n >= self.min_evidence and (not rest or n > 2 * rest[0][1]):
+                return choice
+        return None
+
+    def _touch(self, rule: str, host: str) -> None:
+        if self._sharing:
+            self._touched.add((rule, host))
+
+    def _update_slash(self, host: str) -> None:
+        self._touch("slash", host)
+        # another worker's rule holds until this one has seen the host answer against it
+        holds = self._own_slash(host) or (host in self._adopted_slash and not self.slash_against[host]
+                                          and not self.mistakes[("slash", host, "")])
         if holds != (host in self._slash):
             (self._slash.add if holds else self._slash.discard)(host)
             self.version += 1
 
     def _update_index(self, host: str) -> None:
-        names = frozenset(name for name, n in self.index_votes.get(host, {}).items()
-                          if n - MISTAKE_WEIGHT * self.mistakes[("index", host, name)] >= self.min_evidence)
+        self._touch("index", host)
+        names = self._own_index(host) | frozenset(
+            name for name in self._adopted_index.get(host, ()) if not self.mistakes[("index", host, name)])
         if names != self._index.get(host, frozenset()):
             if names:
                 self._index[host] = names
@@ -184,18 +218,73 @@ class HostAliases:
             self.version += 1
 
     def _update_www(self, bare: str) -> None:
-        preferred = None
-        if self.www_votes.get(bare):
-            (choice, n), *rest = self.www_votes[bare].most_common()
-            n -= MISTAKE_WEIGHT * self.mistakes[("www", bare, choice)]
-            if n >= self.min_evidence and (not rest or n > 2 * rest[0][1]):
-                preferred = choice
+        self._touch("www", bare)
+        preferred = self._own_www(bare)
+        adopted = self._adopted_www.get(bare)
+        votes = self.www_votes.get(bare, {})
+        if preferred is None and adopted is not None and not self.mistakes[("www", bare, adopted)] and not any(
+                n for choice, n in votes.items() if choice != adopted):
+            preferred = adopted
         if preferred != self._www.get(bare):
             if preferred is None:
                 del self._www[bare]
             else:
                 self._www[bare] = preferred
             self.version += 1
+
+    # --- sharing with the other workers of a crawl -------------------------------------------------
+    def shared_view(self) -> dict[str, str]:
+        """The rules this process's own evidence concluded that changed since last asked (all of
+        them the first time), by ``rule:host``: ``slash:`` "1", ``index:`` the names joined by
+        commas, ``www:`` the preferred name; "" when a rule given out before stopped holding."""
+        if not self._sharing:
+            self._sharing = True
+            self._touched.update(("slash", h) for h in self.slash_for)
+            self._touched.update(("index", h) for h in self.index_votes)
+            self._touched.update(("www", h) for h in self.www_votes)
+        view = {}
+        for rule, host in self._touched:
+            if rule == "slash":
+                value = "1" if self._own_slash(host) else ""
+            elif rule == "index":
+                value = ",".join(sorted(self._own_index(host)))
+            else:
+                value = self._own_www(host) or ""
+            key = f"{rule}:{host}"
+            if value != self._published.get(key, ""):
+                view[key] = value
+                if value:
+                    self._published[key] = value
+                else:
+                    self._published.pop(key, None)
+        self._touched.clear()
+        return view
+
+    def take_shared(self, conclusions: dict[str, str]) -> None:
+        """Other workers' rules (``shared_view``'s keys and values), applied where this process's own
+        evidence does not say otherwise; "" withdraws one."""
+        for key, value in conclusions.items():
+            rule, _, host = key.partition(":")
+            if rule == "slash":
+                (self._adopted_slash.add if value else self._adopted_slash.discard)(host)
+            elif rule == "index":
+                names = frozenset(name for name in value.split(",") if INDEX_NAME.match(name))
+                if names:
+                    self._adopted_index[host] = names
+                else:
+                    self._adopted_index.pop(host, None)
+            elif rule == "www":
+                if value and _bare(value) == host:  # only ever the host's own www or bare name
+                    self._adopted_www[host] = value
+                else:
+                    self._adopted_www.pop(host, None)
+            else:
+                continue  # a rule this version does not know
+            sharing, self._sharing = self._sharing, False  # re-judged on others' word: nothing to give out
+            try:
+                {"slash": self._update_slash, "index": self._update_index, "www": self._update_www}[rule](host)
+            finally:
+                self._sharing = sharing
 
     def adopt(self, other: HostAliases) -> None:
         """Take on what ``other`` learned (a resumed crawl's checkpoint), keeping this object."""

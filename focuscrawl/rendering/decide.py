@@ -11,7 +11,9 @@ it is, whatever its scripts.
 version) mark the host, and its later pages go straight to the browser, saving the plain fetch
 each would cost; every ``probe_every``-th page of a marked host is still fetched plainly, and
 probes that are not shells, or renders that add nothing, unmark it (sites change, and a host
-whose home page is a shell may serve plain articles). Pure: no Scrapy, no browser.
+whose home page is a shell may serve plain articles). In a crawl shared between workers, each
+worker gives out the marks its own renders concluded (``shared_view``) and takes up the others'
+(``take_shared``) for hosts it has rendered no page of. Pure: no Scrapy, no browser.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ class RenderHosts:
     max_hosts: int = 100_000
     hosts: OrderedDict[str, _Host] = field(default_factory=OrderedDict)
     marked_ever: int = 0
+    _sharing: bool = field(default=False, init=False, repr=False)  # set by the first ``shared_view``
+    _touched: set[str] = field(default_factory=set, init=False, repr=False)  # marks changed since asked
+    _published: set[str] = field(default_factory=set, init=False, repr=False)  # hosts given out as marked
 
     def _host(self, host: str) -> _Host:
         state = self.hosts.get(host)
@@ -113,22 +118,61 @@ class RenderHosts:
                 state.marked = True
                 self.marked_ever += 1
                 state.why = f"host needs rendering ({state.gains} of {state.renders} renders added links or text)"
+                self._touch(host)
             return True
-        self._missed(state)
+        self._missed(state, host)
         return False
 
     def plain_page(self, host: str, shell: bool) -> None:
         """A page of ``host`` fetched plainly: on a marked host, one that is no shell counts against it."""
         state = self.hosts.get(host)
         if state is not None and state.marked and not shell:
-            self._missed(state)
+            self._missed(state, host)
 
-    def _missed(self, state: _Host) -> None:
+    def _missed(self, state: _Host, host: str) -> None:
         state.misses += 1
         if state.marked and state.misses >= self.unmark_after:
             state.marked = False
             state.routed = 0
             state.why = ""
+            self._touch(host)
+
+    def _touch(self, host: str) -> None:
+        if self._sharing:
+            self._touched.add(host)
+
+    # --- sharing with the other workers of a crawl -------------------------------------------------
+    def shared_view(self) -> dict[str, str]:
+        """Hosts whose mark this process's own renders set or cleared since last asked (every
+        host they marked, the first time): host -> "1" marked, "" no longer."""
+        if not self._sharing:
+            self._sharing = True
+            self._touched.update(h for h, s in self.hosts.items() if s.marked)
+        view = {}
+        for host in self._touched:
+            state = self.hosts.get(host)
+            if state is None or not state.renders:
+                continue  # a mark taken from others, or a host forgotten: not this process's word
+            if state.marked != (host in self._published):
+                view[host] = "1" if state.marked else ""
+                (self._published.add if state.marked else self._published.discard)(host)
+        self._touched.clear()
+        return view
+
+    def take_shared(self, conclusions: dict[str, str]) -> None:
+        """Other workers' marks: a host this process has no evidence of (no render compared, no
+        probe missed) is marked or unmarked as they say; its own evidence keeps winning."""
+        for host, value in conclusions.items():
+            state = self.hosts.get(host)
+            if state is not None and (state.renders or state.misses):
+                continue
+            if value:
+                state = state or self._host(host)
+                if not state.marked:
+                    state.marked, state.routed = True, 0
+                    state.why = "host needs rendering (another worker's renders added links or text)"
+            elif state is not None and state.marked:
+                state.marked, state.routed, state.why = False, 0, ""
 
     def needs_rendering(self, host: str) -> bool:
         state = self.hosts.get(host)

@@ -12,7 +12,8 @@ what it learns on the request's path:
 - a page scored (``page_scored``) is evidence for the rules, and a re-spelled URL that failed is
   evidence against them: the spelling the link gave is fetched instead.
 
-What it learned is its state, kept with a JOBDIR snapshot.
+What it learned is its state, kept with a JOBDIR snapshot; in a shared crawl its rules are given to
+the other workers and theirs taken up (``shared_view``, ``take_shared``).
 """
 
 from __future__ import annotations
@@ -142,3 +143,10 @@ class UrlAliases:
 
     def restore(self, state: HostAliases) -> None:
         self.aliases.adopt(state)
+
+    # --- a shared crawl: what the other workers concluded ----------------------------------------
+    def shared_view(self) -> dict[str, str]:
+        return self.aliases.shared_view()
+
+    def take_shared(self, conclusions: dict[str, str]) -> None:
+        self.aliases.take_shared(conclusions)

@@ -56,6 +56,19 @@ class Stateful(Protocol):
     def restore(self, state: object) -> None: ...
 
 
+@runtime_checkable
+class Shareable(Protocol):
+    """A stateful part whose conclusions the workers of a shared crawl give each other (the
+    conclusions, not the evidence they came from): ``shared_view()`` is what changed since last
+    asked, by key (a host's rule or mark; "" withdraws one), ``take_shared`` takes up other
+    workers' views where this process has no evidence to the contrary."""
+
+    name: str
+
+    def shared_view(self) -> dict[str, str]: ...
+    def take_shared(self, conclusions: dict[str, str]) -> None: ...
+
+
 class Persistence:
     def __init__(self, jobdir: str, serializer: RequestSerializer, frontier: Frontier, admission: Admission,
                  gate: HostGate, stats, checkpoint_seconds: float, parts: Iterable[Stateful] = ()):

@@ -70,6 +70,13 @@ class RenderRouting:
     def restore(self, state: RenderHosts) -> None:
         self.hosts.adopt(state)
 
+    # --- a shared crawl: what the other workers concluded ----------------------------------------
+    def shared_view(self) -> dict[str, str]:
+        return self.hosts.shared_view()
+
+    def take_shared(self, conclusions: dict[str, str]) -> None:
+        self.hosts.take_shared(conclusions)
+
     def review(self, host: str, entry: Entry, request: Request, now: float) -> Request | None:
         meta = request.meta
         if (request.method != "GET" or meta.get(M.ROBOTS_FOR) or meta.get(M.SITEMAP) or meta.get(M.FEED)
