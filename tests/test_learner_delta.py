@@ -2,42 +2,13 @@
 shared crawl's learner sync sends and applies, driven by hand."""
 
 import pickle
-import random
 
 import numpy as np
 
-from focuscrawl.learning import LinkContext, LinkRewardLearner, link_features
+from focuscrawl.learning import LinkRewardLearner
 from focuscrawl.learning.delta import values
 
-WORDS = "comet planet orbit star galaxy course syllabus lecture homework exam faculty people news contact".split()
-
-
-def pages(seed: int, n: int, first_host: int = 0) -> list[tuple]:
-    """``n`` fetched pages as the scheduler hands them to ``observe``, on four hosts from
-    ``first_host`` on, each one's parent an earlier page of the same list (so credit stays with the
-    learner that fetched the list)."""
-    rng = random.Random(seed)
-    out, urls = [], []
-    for i in range(n):
-        url = f"http://h{first_host + rng.randrange(4)}.test/{rng.choice(WORDS)}/{seed}-{i}.html"
-        parent = rng.choice(urls) if urls and rng.random() < 0.8 else None
-        feats = link_features(LinkContext(url, " ".join(rng.sample(WORDS, 2)), " ".join(rng.sample(WORDS, 4)),
-                                          parent or "http://h0.test/", rng.random(), 2, link_score=rng.random()))
-        relevant = rng.random() < 0.3
-        wasted = not relevant and rng.random() < 0.2
-        out.append((url, parent, feats, -0.2 if wasted else (1.0 if relevant else 0.1), relevant, wasted))
-        urls.append(url)
-    return out
-
-
-def learner() -> LinkRewardLearner:
-    return LinkRewardLearner(link_model=False)  # learns its links' words too: every shared part
-
-
-def feed(target: LinkRewardLearner, observed: list[tuple]) -> None:
-    for args in observed:
-        target.observe(*args)
-
+from tests.learners import feed, learner, pages
 
 def shared(target: LinkRewardLearner) -> dict:
     return {"counts": {name: {key: values(s) for key, s in getattr(target, name).items()}
@@ -52,9 +23,9 @@ def test_two_learners_that_swap_their_deltas_count_what_one_fed_every_page_count
     a, b, one = learner(), learner(), learner()
     a.track_changes()
     b.track_changes()
-    feed(a, pages(1, 60))
-    feed(b, pages(2, 60, first_host=4))
-    feed(one, pages(1, 60) + pages(2, 60, first_host=4))
+    feed(a, pages(1, 60, range(4)))
+    feed(b, pages(2, 60, range(4, 8)))
+    feed(one, pages(1, 60, range(4)) + pages(2, 60, range(4, 8)))
     from_a, from_b = a.changes.take(), b.changes.take()
     assert from_a.observations == from_b.observations == 60
     a.changes.merge(from_b)
@@ -69,7 +40,7 @@ def test_two_learners_that_swap_their_deltas_count_what_one_fed_every_page_count
 def test_a_learner_takes_anothers_state_over():
     a, late = learner(), learner()
     a.track_changes()
-    feed(a, pages(3, 80))
+    feed(a, pages(3, 80, range(4)))
     late.track_changes()
     version = late.version
     late.changes.replace(a.changes.state())
@@ -95,7 +66,7 @@ def test_a_page_taken_back_as_waste_travels_as_a_negative_count():
 def test_a_tracked_learner_pickles_without_its_change_log():
     a = learner()
     a.track_changes()
-    feed(a, pages(4, 10))
+    feed(a, pages(4, 10, range(4)))
     restored = pickle.loads(pickle.dumps(a))
     assert a.changes is not None and restored.changes is None
     assert shared(restored) == shared(a)

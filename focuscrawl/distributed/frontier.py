@@ -56,7 +56,7 @@ PROMOTE_LIMIT = 256
 SIZE_CACHE_SECONDS = 0.2
 #: the frontier's Lua scripts (``scripts.py``)
 SCRIPTS = ("PUSH", "POP", "PEEK", "SWAP", "REQUEUE", "RELEASE", "DONE", "HEARTBEAT", "REAP", "DROP_HOST", "DROP",
-           "RETAKE", "BEST_SOON", "REFRESH", "STALE_TOPS", "SWAP_MANY")
+           "BEST_SOON", "REFRESH", "STALE_TOPS", "SWAP_MANY")
 #: how soon a worker with nothing ready looks again: other workers queue URLs and free hosts
 #: at any moment, and nothing tells this process
 POLL_SECONDS = 0.25

@@ -201,29 +201,6 @@ if redis.call('HGET', P .. 'lease', ARGV[2]) ~= ARGV[3] then return false end
 return redis.call('ZRANGE', P .. 'q:' .. ARGV[2], 0, tonumber(ARGV[4]) - 1)
 """
 
-#: ARGV: P, HOST, TOKEN, BACK, TAKEN -> 1: the holder's record in flight becomes TAKEN, taken out
-#: of the queue, and BACK (the one popped, re-scored) goes back into it; 0: TAKEN was not queued
-#: (another worker re-scored it meanwhile: its new record stays queued), BACK is the record in
-#: flight. BACK '' with TAKEN the popped record re-scored: it becomes the record in flight. -1:
-#: not TOKEN's lease.
-RETAKE = """
-local P = ARGV[1]
-local h = ARGV[2]
-if redis.call('HGET', P .. 'lease', h) ~= ARGV[3] then return -1 end
-local q = P .. 'q:' .. h
-if ARGV[4] == '' then
-  redis.call('HSET', P .. 'leaserec', h, ARGV[5])
-  return 1
-end
-if redis.call('ZREM', q, ARGV[5]) == 0 then
-  redis.call('HSET', P .. 'leaserec', h, ARGV[4])
-  return 0
-end
-redis.call('ZADD', q, 0, ARGV[4])
-redis.call('HSET', P .. 'leaserec', h, ARGV[5])
-return 1
-"""
-
 #: ARGV: P, HOST, TOKEN, OLD_1, NEW_1, OLD_2, NEW_2, ... -> records replaced. A record another
 #: worker removed meanwhile (a background re-scoring of the same host) is not put back.
 #: TOKEN '' for a host the caller does not hold (background re-scoring): then a ready host is
@@ -246,9 +223,12 @@ end
 return n
 """
 
-#: ARGV: P, HOST, TOKEN, BACK, TAKEN, OLD_1, NEW_1, ... -> SWAP of the OLD/NEW pairs, then RETAKE
-#: of BACK and TAKEN, in one step: what RETAKE returns (-1: not TOKEN's lease, nothing changed).
-#: The holder's re-scoring of the top of its host, popped record included.
+#: ARGV: P, HOST, TOKEN, BACK, TAKEN, OLD_1, NEW_1, ... -> the holder's re-scoring of the top of its
+#: host, popped record included, in one step: each OLD record still queued replaced by its NEW one;
+#: then 1: the record in flight becomes TAKEN, taken out of the queue, and BACK (the one popped,
+#: re-scored) goes back into it; 0: TAKEN was not queued (another worker re-scored it meanwhile: its
+#: new record stays queued), BACK is the record in flight; BACK '' with TAKEN the popped record
+#: re-scored: it becomes the record in flight. -1: not TOKEN's lease, nothing changed.
 REFRESH = """
 local P = ARGV[1]
 local h = ARGV[2]
@@ -490,4 +470,4 @@ return n
 """
 
 __all__ = ["BEST_SOON", "DONE", "DROP", "DROP_HOST", "HEARTBEAT", "KEY_BYTES", "PEEK", "POP", "PUSH", "REAP", "REFRESH",
-           "RELEASE", "REQUEUE", "RETAKE", "STALE_TOPS", "SWAP", "SWAP_MANY"]
+           "RELEASE", "REQUEUE", "STALE_TOPS", "SWAP", "SWAP_MANY"]

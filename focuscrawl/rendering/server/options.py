@@ -39,14 +39,6 @@ UNSUPPORTED = {
 #: headers never passed on from ``headers`` (the browser sets them for its own connection)
 HOP_HEADERS = frozenset({"host", "content-length", "connection", "keep-alive", "proxy-connection",
                          "proxy-authorization", "transfer-encoding", "te", "upgrade", "accept-encoding"})
-#: Chromium's network errors as the Qt (QNetworkReply) error numbers Splash reports
-QT_ERRORS = {
-    "ERR_CONNECTION_REFUSED": 1, "ERR_CONNECTION_CLOSED": 2, "ERR_CONNECTION_RESET": 2, "ERR_EMPTY_RESPONSE": 2,
-    "ERR_NAME_NOT_RESOLVED": 3, "ERR_NAME_RESOLUTION_FAILED": 3, "ERR_ADDRESS_UNREACHABLE": 3,
-    "ERR_TIMED_OUT": 4, "ERR_CONNECTION_TIMED_OUT": 4, "ERR_ABORTED": 5, "ERR_SSL_PROTOCOL_ERROR": 6,
-    "ERR_PROXY_CONNECTION_FAILED": 101, "ERR_TUNNEL_CONNECTION_FAILED": 101,
-    "ERR_PROXY_AUTH_UNSUPPORTED": 105, "ERR_PROXY_AUTH_REQUESTED": 105,
-}
 
 
 # --- arguments ----------------------------------------------------------------------------------
