@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: what the extras install: none of it may be importable in the core venv
 OPTIONAL = ("playwright", "scrapy_playwright", "matplotlib", "redis")
 #: the modules only a feature of an extra imports (each raises MissingExtra on import)
-EXTRA_MODULES = {"focuscrawl.backends.shared", "focuscrawl.distributed.crawl", "focuscrawl.distributed.dedup",
-                 "focuscrawl.distributed.frontier", "focuscrawl.distributed.learner_sync", "focuscrawl.distributed.seen",
+EXTRA_MODULES = {"focuscrawl.backends.shared", "focuscrawl.distributed.batch", "focuscrawl.distributed.conclusions",
+                 "focuscrawl.distributed.crawl", "focuscrawl.distributed.dedup", "focuscrawl.distributed.frontier",
+                 "focuscrawl.distributed.learner_sync", "focuscrawl.distributed.scripts", "focuscrawl.distributed.seen",
                  "focuscrawl.rendering.server.app", "focuscrawl.rendering.server.pages"}
 
 

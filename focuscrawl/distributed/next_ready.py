@@ -9,9 +9,11 @@ with its delay) moves the time without a round trip.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from focuscrawl.distributed.batch import WriteBehind
-from focuscrawl.distributed.connection import Keys
+if TYPE_CHECKING:  # only names: a shared crawl's parts, which need the redis extra
+    from focuscrawl.distributed.batch import WriteBehind
+    from focuscrawl.distributed.connection import Keys
 
 
 class NextReady:

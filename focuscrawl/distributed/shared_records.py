@@ -9,11 +9,14 @@ Redis as a request dict beside its record (written behind, read when its record 
 from __future__ import annotations
 
 import pickle
+from typing import TYPE_CHECKING
 
-from focuscrawl.distributed.batch import WriteBehind
-from focuscrawl.distributed.connection import Keys
 from focuscrawl.frontier.entries import Codec, Entry, decode, encode
 from focuscrawl.frontier.records import record_version
+
+if TYPE_CHECKING:  # only names: a shared crawl's parts, which need the redis extra
+    from focuscrawl.distributed.batch import WriteBehind
+    from focuscrawl.distributed.connection import Keys
 
 #: seq numbers a worker takes from Redis at a time
 SEQ_BLOCK = 4096
