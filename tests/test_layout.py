@@ -129,3 +129,10 @@ def test_the_splash_compat_path_projects_name_is_the_splash_compat_module():
     compat.install()
     assert (load_object("focuscrawl.rendering.splash_compat.SplashMiddleware")
             is load_object("focuscrawl.rendering.splash.compat.SplashMiddleware"))
+
+
+def test_the_benchmarks_hold_only_current_figures():
+    """docs/benchmarks.md keeps the newest measurement of each figure (history is in git): a size
+    past 60 KB means superseded runs were kept."""
+    size = (PACKAGE.parent / "docs" / "benchmarks.md").stat().st_size
+    assert size <= 60_000, f"docs/benchmarks.md is {size} bytes: keep only the current figures"
