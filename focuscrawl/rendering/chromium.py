@@ -93,6 +93,16 @@ def proxy_script(proxy: str | None, policy: NetworkPolicy | None = None) -> str:
             f'if (shExpMatch(url, "*/favicon.ico")) return "{NOWHERE}"; {private}return "{upstream}"; }}')
 
 
+async def block_favicons(page) -> None:
+    """The browser asks for a favicon of every page it shows, outside the page's route (Playwright
+    never sees that request) and, for a loopback host, past the proxy script (Chromium never sends
+    loopback through one): blocked in the page's own network layer (DevTools'
+    ``Network.setBlockedURLs``), so no favicon is fetched, whatever the host."""
+    session = await page.context.new_cdp_session(page)
+    await session.send("Network.enable")
+    await session.send("Network.setBlockedURLs", {"urls": ["*/favicon.ico"]})
+
+
 def _mask(bits: int) -> str:
     value = (0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF
     return ".".join(str((value >> shift) & 0xFF) for shift in (24, 16, 8, 0))

@@ -44,7 +44,8 @@ from focuscrawl.config import FocusConfig
 from focuscrawl.extras import MissingExtra, require
 from focuscrawl.handlers import PoliteHTTP11DownloadHandler
 from focuscrawl.rendering.browser.guard import RenderGuard
-from focuscrawl.rendering.chromium import BROWSER_NAMES, browser_memory_mb, find_browser, launch_args, proxy_script
+from focuscrawl.rendering.chromium import (BROWSER_NAMES, block_favicons, browser_memory_mb, find_browser, launch_args,
+                                          proxy_script)
 from focuscrawl.rendering.health import DOCUMENT_LATENCY, RENDER_SECONDS
 from focuscrawl.rendering.requests import ALLOWS
 from focuscrawl.safety import NetworkPolicy
@@ -145,6 +146,7 @@ def _playwright_handler_class():
             async def route_all(route):
                 await self.guard.handle(route, lock, request.url, page_host, allows, timed, names)
 
+            await block_favicons(page)
             await page.route("**/*", route_all)
 
         def _too_big(self) -> bool:

@@ -24,7 +24,7 @@ from playwright.async_api import Error as PlaywrightError  # noqa: E402
 from playwright.async_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 from playwright.async_api import async_playwright  # noqa: E402
 
-from focuscrawl.rendering.chromium import launch_args, proxy_script  # noqa: E402
+from focuscrawl.rendering.chromium import block_favicons, launch_args, proxy_script  # noqa: E402
 from focuscrawl.rendering.network_rules import ServerRules  # noqa: E402
 from focuscrawl.rendering.server.errors import QT_ERRORS, BadOption, RenderError, bad  # noqa: E402
 from focuscrawl.rendering.server.options import (  # noqa: E402
@@ -156,6 +156,7 @@ class Browser:
             context = await browser.new_context(**settings)
             context.set_default_timeout(0)  # the render's own timeout bounds everything
             page = await context.new_page()
+            await block_favicons(page)
             await page.route("**/*", lambda route: _route(route, state))
             page.on("response", lambda response: _navigation(response, page, state))
             page.on("request", lambda request: _redirected(request, state))
