@@ -4,7 +4,7 @@ import pytest
 
 from focuscrawl.config import FocusConfig
 from focuscrawl.frontier.admission import DUPLICATES, SEEN, Admission
-from focuscrawl.politeness import DelayPolicy, RobotsRules
+from focuscrawl.politeness import DelayPolicy, ExclusionList, RobotsRules
 from focuscrawl.politeness.gate import HostGate
 from focuscrawl.urls import canonicalize
 
@@ -79,7 +79,7 @@ def test_the_exclusion_list_refuses(tmp_path):
     path = tmp_path / "exclude.txt"
     path.write_text("quiet.test\n.farm.test\nre:/cgi-bin/\n")
     config = FocusConfig(exclude_file=str(path))
-    a = Admission.from_config(config, {})
+    a = Admission(config, {}, ExclusionList(str(path), config.exclude_check_seconds))  # as LocalBackend builds it
     assert admit(a, "http://quiet.test/a") == "excluded"
     assert admit(a, "http://x.farm.test/") == "excluded"
     assert admit(a, "http://ok.test/cgi-bin/q") == "excluded"
@@ -131,7 +131,7 @@ def test_known_robots_rules_refuse_unknown_ones_do_not():
 def test_robots_rules_are_the_host_gates_as_it_learns_them():
     """The scheduler shares the gate's rules with admission: a robots.txt fetched later counts."""
     gate = HostGate(DelayPolicy(), agent="focuscrawl")
-    a = Admission.from_config(FocusConfig(), gate.robots)
+    a = Admission(FocusConfig(), gate.robots)
     assert admit(a, "http://a.test/private/1") is None
     gate.robots_response("a.test", 200, ROBOTS, now=0.0)
     assert admit(a, "http://a.test/private/2") == "robots"

@@ -47,12 +47,6 @@ class Admission:
         self.obey_robots = config.obey_robots
         self.agent = config.robots_agent
 
-    @classmethod
-    def from_config(cls, config: FocusConfig, robots: Mapping[str, RobotsRules]) -> Admission:
-        exclusion = (ExclusionList(config.exclude_file, config.exclude_check_seconds) if config.exclude_file
-                     else None)
-        return cls(config, robots, exclusion)
-
     def admit(self, url: str, canonical: str, *, dont_filter: bool = False, redirect_times: int = 0,
               sitemap: bool = False, depth: int = 0) -> str | None:
         """None when the URL is admitted (it is then seen, and counts against its host's budget);
