@@ -139,15 +139,17 @@ def test_a_revisited_page_gone_leaves_the_plan_and_keeps_its_stored_version(demo
     changes = ChangingWeb(web, demo_web.relevant_urls(), seed=9, relevant_mix=FAST, other_mix=FAST)
 
     class Vanishing(ReplayProxy):
-        """Every page answers 404 once it has been fetched: the whole web is gone at the revisits."""
+        """Every page answers 404 once it has been fetched: the whole web is gone at the revisits,
+        whether or not the page would have changed (a conditional revisit of an unchanged page
+        would otherwise be answered 304)."""
 
         served: set = set()
 
         def _lookup_changing(self, url, path, method, request_headers, t):
+            if url in self.served:
+                return 404, [("Content-Type", "text/html")], b"<html>gone</html>", None
             answer = super()._lookup_changing(url, path, method, request_headers, t)
             if answer[0] == 200 and answer[3] is not None:
-                if url in self.served:
-                    return 404, [("Content-Type", "text/html")], b"<html>gone</html>", None
                 self.served.add(url)
             return answer
 
