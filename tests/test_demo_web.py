@@ -20,7 +20,7 @@ from focuscrawl.commands.demo import (
     Command, DemoRun, format_summary, host_regex, read_jsonl, run_step, summarize,
 )
 from focuscrawl.demo import DemoWeb, generate_web
-from focuscrawl.demo.web import _response
+from focuscrawl.demo.responses import response as _response
 
 
 @pytest.fixture(scope="module")

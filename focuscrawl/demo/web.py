@@ -28,7 +28,6 @@ from focuscrawl.demo.oddities import add_oddities
 from focuscrawl.demo.pages import plan_pages
 from focuscrawl.demo.papers import add_documents
 from focuscrawl.demo.rendering import build_records
-from focuscrawl.demo.responses import response as _response  # noqa: F401  (tests build records with it)
 from focuscrawl.demo.site_plan import SitePlan
 from focuscrawl.demo.text import write_text
 
