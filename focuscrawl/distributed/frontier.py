@@ -36,7 +36,7 @@ from focuscrawl.distributed.connection import Keys, redis_module
 from focuscrawl.distributed.next_ready import NextReady
 from focuscrawl.distributed.shared_records import QUEUE, ScoringVersion, SharedRecords
 from focuscrawl.frontier.entries import Codec, Entry
-from focuscrawl.frontier.records import KEY, ORDER, priority_of
+from focuscrawl.frontier.records import FLAG, KEY, ORDER, priority_of
 from focuscrawl.frontier.rescoring import Rescorer, Restamper
 
 redis = redis_module()
@@ -50,13 +50,16 @@ HEARTBEATS_PER_TIMEOUT = 6
 #: (a host's order below them is settled as they are popped)
 RESCORE_HOSTS = 64
 RESCORE_TOP = 32
+#: hosts a pop gives back, at most, because their best re-scored fell below the next ready host's
+#: (each one a round trip more; the last host popped is fetched from whatever its best)
+REPICKS = 3
 #: waiting hosts promoted to ready per pop, at most (the rest on the next pops)
 PROMOTE_LIMIT = 256
 #: how long a worker trusts its reading of the frontier's size and next ready time
 SIZE_CACHE_SECONDS = 0.2
 #: the frontier's Lua scripts (``scripts.py``)
 SCRIPTS = ("PUSH", "POP", "PEEK", "SWAP", "REQUEUE", "RELEASE", "DONE", "HEARTBEAT", "REAP", "DROP_HOST", "DROP",
-           "BEST_SOON", "REFRESH", "STALE_TOPS", "SWAP_MANY")
+           "BEST_SOON", "REFRESH", "STALE_TOPS", "SWAP_MANY", "GIVE_BACK")
 #: how soon a worker with nothing ready looks again: other workers queue URLs and free hosts
 #: at any moment, and nothing tells this process
 POLL_SECONDS = 0.25
@@ -105,6 +108,7 @@ class SharedFrontier:
         self._preview = getattr(codec, "preview", codec.unpack)
         self._rescore_cursor = 0  # where the background pass goes on (HSCAN of the hosts)
         self.rescored = 0
+        self.repicked = 0  # hosts popped and given back: another ready host was better once re-scored
         self.pruned = 0
         self._tokens: dict[str, str] = {}  # host held -> its lease token
         self._clock_offset = 0.0  # Redis's clock minus this process's monotonic one (at the last heartbeat)
@@ -151,9 +155,9 @@ class SharedFrontier:
         self.writes.flush()
 
     def flush_if_due(self) -> None:
-        """The writes pending sent if the oldest has waited its time (see ``write_behind``)."""
-        if self.writes.due():
-            self.flush()
+        """The writes pending sent ahead if the oldest has waited its time (see ``write_behind``):
+        their replies are read with the next command answered."""
+        self.writes.flush_if_due()
 
     # --- size ---------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -206,20 +210,36 @@ class SharedFrontier:
         """The best entry of the hosts ready now across the crawl; its host is leased to this
         worker until ``release``. None when no host is ready."""
         peek = min(max_rescore, RESCORE_TOP) if rescore is not None else 0
-        host, record, token, wait, *state = self._run("POP", self.worker, self.worker_timeout, PROMOTE_LIMIT,
-                                                      self.scoring.current, peek)
-        if host is None:
-            self.ready.heard(float(wait))
-            return None
-        host = host.decode("utf-8", "surrogatepass")
-        self._tokens[host] = token.decode()
-        if self.on_lease is not None:
-            self.on_lease(host, state[0] or None, state[1] or None)
-        if rescore is not None and self.scoring.stale(record):
-            top = state[2] if len(state) > 2 and state[2] else None
-            record = self._refresh(host, record, rescore, max_rescore, top)
+        for attempt in range(REPICKS + 1):
+            host, record, token, wait, *state = self._run("POP", self.worker, self.worker_timeout, PROMOTE_LIMIT,
+                                                          self.scoring.current, peek)
+            if host is None:
+                self.ready.heard(float(wait))
+                return None
+            host = host.decode("utf-8", "surrogatepass")
+            self._tokens[host] = token.decode()
+            if self.on_lease is not None:
+                self.on_lease(host, state[0] or None, state[1] or None)
+            if rescore is not None and self.scoring.stale(record):
+                top = state[2] if len(state) > 2 and state[2] else None
+                record = self._refresh(host, record, rescore, max_rescore, top)
+                beaten = len(state) > 3 and state[3] and state[3] < record[:KEY]
+                if beaten and attempt < REPICKS:
+                    # re-scored, the host is no longer the best ready one: as the in-process frontier
+                    # re-files it under its true best, it goes back (with the next pop) and the pick
+                    # is made again
+                    self._give_back(host, record)
+                    continue
+            break
         self._size -= 1
         return host, self.records.entry(record)
+
+    def _give_back(self, host: str, record: bytes) -> None:
+        """A host popped and not fetched from, given back with ``record`` (its record in flight)
+        queued again, ready at once (nothing was sent to it)."""
+        token = self._tokens.pop(host)
+        self.repicked += 1
+        self._defer("GIVE_BACK", host, token, record)
 
     def _refresh(self, host: str, record: bytes, rescore: Rescorer, budget: int,
                  top: list[bytes] | None = None) -> bytes:
@@ -271,9 +291,14 @@ class SharedFrontier:
             fresh = self._restamper(rescore)([QUEUE] * len(records), records)
             args, at = [], 0
             for host, n in hosts:
-                args += [host, n, *[x for pair in zip(records[at:at + n], fresh[at:at + n], strict=True) for x in pair]]
+                # a re-scored record differs from the stale one in its header alone: the key names
+                # the record in Redis, which puts the new header on it
+                args += [host, n, *[x for old, new in zip(records[at:at + n], fresh[at:at + n], strict=True)
+                                    for x in (old[:KEY], new[:FLAG])]]
                 at += n
             self._defer("SWAP_MANY", *args)
+            # the biggest write of a worker: Redis replaces the records while this process goes on
+            self.writes.send_ahead()
             self.rescored += len(records)
         # a pass that found nothing stale in these hosts goes on with the next ones
         return len(records) or (int(scanned) if self._rescore_cursor else 0)

@@ -38,6 +38,8 @@ from focuscrawl.distributed.seen import SEEN_ADD
 
 #: the order key and seq of a record (frontier/records.py KEY): what orders hosts in ``ready``
 KEY_BYTES = 12
+#: a record's header, all a re-scoring changes (frontier/records.py FLAG: order key, seq, version)
+HEAD_BYTES = 16
 
 _COMMON = """
 local P = ARGV[1]
@@ -152,10 +154,12 @@ return size or tonumber(redis.call('GET', P .. 'size') or '0')
 """
 
 #: ARGV: P, WORKER, LEASE_SECONDS, PROMOTE_LIMIT, VERSION, PEEK -> {HOST, RECORD, TOKEN, -1,
-#: HOSTSTATE, ROBOTS, TOP} or {false, false, false, WAIT} (WAIT: seconds until the next waiting
+#: HOSTSTATE, ROBOTS, TOP, NEXT} or {false, false, false, WAIT} (WAIT: seconds until the next waiting
 #: host's time, -1 when none waits; HOSTSTATE, ROBOTS: what the host's holders knew of it, see
 #: RELEASE, or false; TOP: when RECORD was scored under a version older than VERSION, the host's
-#: PEEK best records left queued, which the holder re-scores with it (see REFRESH), else false)
+#: PEEK best records left queued, which the holder re-scores with it (see REFRESH), else false;
+#: NEXT: then the KEY the next ready host is filed under, which the re-scored best must still beat
+#: (else the holder gives the host back, see GIVE_BACK), else false)
 POP = _COMMON + """
 local t = now()
 local due = redis.call('ZRANGEBYSCORE', P .. 'waiting', '-inf', t, 'LIMIT', 0, tonumber(ARGV[4]))
@@ -177,13 +181,15 @@ for _ = 1, 64 do
     redis.call('HSET', P .. 'lease', h, token)
     redis.call('HSET', P .. 'leaserec', h, popped[1])
     redis.call('ZADD', P .. 'leases', t + tonumber(ARGV[3]), h)
-    local top = false
+    local top, nextkey = false, false
     local peek = tonumber(ARGV[6] or '0')
     if peek > 0 and version_of(popped[1]) < tonumber(ARGV[5]) then
       top = redis.call('ZRANGE', P .. 'q:' .. h, 0, peek - 1)
+      local second = redis.call('ZRANGE', P .. 'ready', 0, 0)[1]
+      if second then nextkey = string.sub(second, 1, K) end
     end
     return {h, popped[1], token, -1, redis.call('HGET', P .. 'hoststate', h) or false,
-            redis.call('HGET', P .. 'robots', h) or false, top}
+            redis.call('HGET', P .. 'robots', h) or false, top, nextkey}
   end
   redis.call('HSET', P .. 'state', h, 'I')
 end
@@ -221,6 +227,22 @@ if token == '' and n > 0 and redis.call('HGET', P .. 'state', h) == 'R' then
   schedule(h, now())
 end
 return n
+"""
+
+#: ARGV: P, HOST, TOKEN, RECORD -> 1, or -1 when the lease is not TOKEN's: the host popped and not
+#: fetched from (its re-scored best fell below another ready host's) given back: RECORD, its
+#: record in flight, queued again and the host filed at once under its best. Its time is left as
+#: it was: the host was ready when popped, and nothing was sent to it.
+GIVE_BACK = _COMMON + """
+local h = ARGV[2]
+if redis.call('HGET', P .. 'lease', h) ~= ARGV[3] then return -1 end
+if redis.call('ZADD', P .. 'q:' .. h, 0, ARGV[4]) == 1 then redis.call('INCR', P .. 'size') end
+redis.call('HDEL', P .. 'leaserec', h)
+redis.call('HDEL', P .. 'lease', h)
+redis.call('ZREM', P .. 'leases', h)
+redis.call('ZREM', P .. 'soon', h)
+schedule(h, now())
+return 1
 """
 
 #: ARGV: P, HOST, TOKEN, BACK, TAKEN, OLD_1, NEW_1, ... -> the holder's re-scoring of the top of its
@@ -277,8 +299,11 @@ out[3] = newest
 return out
 """
 
-#: ARGV: P, then for each host: HOST, N, OLD_1, NEW_1, ... OLD_N, NEW_N -> records replaced: SWAP
-#: (token '') of several hosts in one call
+#: ARGV: P, then for each host: HOST, N, KEY_1, HEAD_1, ... KEY_N, HEAD_N -> records replaced: SWAP
+#: (token '') of several hosts in one call, each record named by its KEY (order key and seq: unique
+#: in the crawl) and given its new HEAD (order key, seq, version: ``records.FLAG`` bytes), its URL
+#: and blob kept as they are in Redis: a re-scoring sends 28 bytes a record, not the record twice.
+#: A record no longer queued (another worker re-scored or popped it meanwhile) is left alone.
 SWAP_MANY = _COMMON + """
 local i = 2
 local n = 0
@@ -288,8 +313,12 @@ while i <= #ARGV do
   local q = P .. 'q:' .. h
   local here = 0
   for j = i + 2, i + 2 * pairs_, 2 do
-    if redis.call('ZREM', q, ARGV[j]) == 1 then
-      redis.call('ZADD', q, 0, ARGV[j + 1])
+    local key = ARGV[j]
+    -- the first record at or after KEY is the one named, if it is still queued
+    local rec = redis.call('ZRANGEBYLEX', q, '[' .. key, '+', 'LIMIT', 0, 1)[1]
+    if rec and string.sub(rec, 1, K) == key then
+      redis.call('ZREM', q, rec)
+      redis.call('ZADD', q, 0, ARGV[j + 1] .. string.sub(rec, %(head)d + 1))
       here = here + 1
     end
   end
@@ -302,7 +331,7 @@ while i <= #ARGV do
   n = n + here
 end
 return n
-"""
+""" % {"head": HEAD_BYTES}
 
 #: ARGV: P, HOST, TOKEN, WORKER, RECORD -> the lease's record in flight put back in the queue (a
 #: request held back, or sent to robots.txt first); the host stays held. -1: not TOKEN's lease.
@@ -469,5 +498,5 @@ end
 return n
 """
 
-__all__ = ["BEST_SOON", "DONE", "DROP", "DROP_HOST", "HEARTBEAT", "KEY_BYTES", "PEEK", "POP", "PUSH", "REAP", "REFRESH",
-           "RELEASE", "REQUEUE", "STALE_TOPS", "SWAP", "SWAP_MANY"]
+__all__ = ["BEST_SOON", "DONE", "DROP", "DROP_HOST", "GIVE_BACK", "HEAD_BYTES", "HEARTBEAT", "KEY_BYTES", "PEEK", "POP",
+           "PUSH", "REAP", "REFRESH", "RELEASE", "REQUEUE", "STALE_TOPS", "SWAP", "SWAP_MANY"]
