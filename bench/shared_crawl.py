@@ -23,7 +23,10 @@ answered 200 more than once, and from Redis the leases reaped and the pages queu
 workers' feeds, relevant pages exported more than once across workers. CPU, not wall time, is what a
 shared machine measures well: ``worker_cpu_ms`` is the workers' CPU (user and system, from the
 kernel's accounting of the waited children, start-up included) per counted request, ``redis_cpu_ms``
-redis-server's (``INFO cpu``) over the same run.
+redis-server's (``INFO cpu``) over the same run; ``round_trips`` the commands and pipelines the
+workers sent Redis and waited for per counted request (``sent_ahead``: those not waited for),
+``rescored`` the records the shared frontier re-scored and ``given_back`` the hosts it popped and
+gave back (from the workers' logs).
 
 With ``--tree NAME=PATH`` (repeatable) the workers run the focuscrawl of each tree in turn (its
 ``PYTHONPATH``), alternated run by run with the worker counts, and the table has a row per tree and
@@ -35,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -120,7 +124,26 @@ def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, w
     stats = {k.decode(): int(v) for k, v in client.hgetall(f"focus:{{{CRAWL_ID}}}:stats").items()}
     records = read_log(log)
     return {"records": records, "stats": stats, "killed_at": killed_at,
-            "exported": exported(workdir, max(1, workers)), "worker_cpu": worker_cpu, "redis_cpu": server_cpu}
+            "exported": exported(workdir, max(1, workers)), "worker_cpu": worker_cpu, "redis_cpu": server_cpu,
+            "counts": worker_counts(workdir, workers)}
+
+
+ROUND_TRIPS = re.compile(r"shared crawl: (\d+) round trips to Redis, \d+ page requests counted by this worker"
+                         r"(?:, (\d+) writes sent ahead, (\d+) records re-scored, (\d+) hosts popped and given back)?")
+
+
+def worker_counts(workdir: Path, workers: int) -> dict[str, int]:
+    """What the workers' logs say at their close: round trips to Redis (commands and pipelines sent and
+    waited for), pipelines sent ahead (not waited for), records re-scored and hosts given back by the
+    shared frontier (summed over the workers)."""
+    total = {"round_trips": 0, "sent_ahead": 0, "rescored": 0, "given_back": 0}
+    for i in range(workers):
+        log = workdir / f"w{i}" / "crawl.log"
+        found = ROUND_TRIPS.search(log.read_text(errors="replace")) if log.exists() else None
+        if found:
+            for key, value in zip(total, found.groups(), strict=True):
+                total[key] += int(value or 0)
+    return total
 
 
 def exported(workdir: Path, workers: int) -> Counter:
@@ -149,6 +172,9 @@ def figures(result: dict, relevance: Relevance, budget: int, delay: float) -> di
     per_request = 1000.0 / len(counted) if counted else 0.0
     return {"requests": len(counted), "pages_per_s": len(counted) / span if span else 0.0,
             "worker_cpu_ms": result["worker_cpu"] * per_request, "redis_cpu_ms": result["redis_cpu"] * per_request,
+            "round_trips": result["counts"]["round_trips"] * per_request / 1000.0,
+            "sent_ahead": result["counts"]["sent_ahead"] * per_request / 1000.0,
+            "rescored": result["counts"]["rescored"], "given_back": result["counts"]["given_back"],
             "relevant": len(found), "gap": violations.get("gap", 0), "concurrency": violations.get("concurrency", 0),
             "disallowed": violations.get("disallowed", 0), "robots_not_first": violations.get("robots_not_first", 0),
             "fetched_twice": twice, "leases_reaped": result["stats"].get("leases_reaped", 0),
@@ -201,7 +227,8 @@ def main() -> int:
                     print(f"run {run_no + 1}, {label(name, n)} worker(s): {row}  ({workdir})", flush=True)
         finally:
             server.stop()
-    keys = ["requests", "pages_per_s", "worker_cpu_ms", "redis_cpu_ms", "relevant", "gap", "concurrency", "disallowed", "robots_not_first",
+    keys = ["requests", "pages_per_s", "worker_cpu_ms", "redis_cpu_ms", "round_trips", "sent_ahead", "rescored",
+            "given_back", "relevant", "gap", "concurrency", "disallowed", "robots_not_first",
             "fetched_twice", "leases_reaped", "work_requeued", "exported_twice"]
     print(f"\nWebKB, topic {opts.topic}, budget {opts.budget}, DOWNLOAD_DELAY {opts.delay}, "
           f"{opts.runs} run(s) each{f', worker 0 killed at {opts.kill:.0%}' if opts.kill else ''} (mean; min-max)\n")

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from focuscrawl.distributed.connection import redis_module
+from focuscrawl.distributed.connection import count_sent_ahead, redis_module
 
 redis = redis_module()
 
@@ -140,6 +140,7 @@ class WriteBehind:
         items, self._pending = self._pending, []
         self._sent += items
         connection = self._conn()
+        count_sent_ahead()
         try:
             connection.send_packed_command(connection.pack_commands([item[0] for item in items]),
                                            check_health=False)  # a health check would read a reply sent ahead

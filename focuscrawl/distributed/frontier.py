@@ -155,8 +155,7 @@ class SharedFrontier:
         self.writes.flush()
 
     def flush_if_due(self) -> None:
-        """The writes pending sent ahead if the oldest has waited its time (see ``write_behind``):
-        their replies are read with the next command answered."""
+        """The writes pending sent ahead (``batch.py``) once the oldest has waited its time."""
         self.writes.flush_if_due()
 
     # --- size ---------------------------------------------------------------------------------
@@ -218,28 +217,20 @@ class SharedFrontier:
                 return None
             host = host.decode("utf-8", "surrogatepass")
             self._tokens[host] = token.decode()
+            timing, robots, top, next_key = state
             if self.on_lease is not None:
-                self.on_lease(host, state[0] or None, state[1] or None)
+                self.on_lease(host, timing or None, robots or None)
             if rescore is not None and self.scoring.stale(record):
-                top = state[2] if len(state) > 2 and state[2] else None
-                record = self._refresh(host, record, rescore, max_rescore, top)
-                beaten = len(state) > 3 and state[3] and state[3] < record[:KEY]
-                if beaten and attempt < REPICKS:
-                    # re-scored, the host is no longer the best ready one: as the in-process frontier
-                    # re-files it under its true best, it goes back (with the next pop) and the pick
-                    # is made again
-                    self._give_back(host, record)
+                record = self._refresh(host, record, rescore, max_rescore, top or None)
+                if attempt < REPICKS and next_key and next_key < record[:KEY]:
+                    # re-scored, the host is no longer the best ready one: given back (with the next
+                    # pop), as the in-process frontier re-files it under its true best; pick again
+                    self.repicked += 1
+                    self._defer("GIVE_BACK", host, self._tokens.pop(host), record)
                     continue
             break
         self._size -= 1
         return host, self.records.entry(record)
-
-    def _give_back(self, host: str, record: bytes) -> None:
-        """A host popped and not fetched from, given back with ``record`` (its record in flight)
-        queued again, ready at once (nothing was sent to it)."""
-        token = self._tokens.pop(host)
-        self.repicked += 1
-        self._defer("GIVE_BACK", host, token, record)
 
     def _refresh(self, host: str, record: bytes, rescore: Rescorer, budget: int,
                  top: list[bytes] | None = None) -> bytes:
