@@ -25,8 +25,7 @@ shared machine measures well: ``worker_cpu_ms`` is the workers' CPU (user and sy
 kernel's accounting of the waited children, start-up included) per counted request, ``redis_cpu_ms``
 redis-server's (``INFO cpu``) over the same run; ``round_trips`` the commands and pipelines the
 workers sent Redis and waited for per counted request (``sent_ahead``: those not waited for),
-``rescored`` the records the shared frontier re-scored and ``given_back`` the hosts it popped and
-gave back (from the workers' logs).
+``rescored`` the records the shared frontier re-scored (from the workers' logs).
 
 With ``--tree NAME=PATH`` (repeatable) the workers run the focuscrawl of each tree in turn (its
 ``PYTHONPATH``), alternated run by run with the worker counts, and the table has a row per tree and
@@ -129,14 +128,14 @@ def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, w
 
 
 ROUND_TRIPS = re.compile(r"shared crawl: (\d+) round trips to Redis, \d+ page requests counted by this worker"
-                         r"(?:, (\d+) writes sent ahead, (\d+) records re-scored, (\d+) hosts popped and given back)?")
+                         r"(?:, (\d+) writes sent ahead, (\d+) records re-scored)?")
 
 
 def worker_counts(workdir: Path, workers: int) -> dict[str, int]:
     """What the workers' logs say at their close: round trips to Redis (commands and pipelines sent and
-    waited for), pipelines sent ahead (not waited for), records re-scored and hosts given back by the
-    shared frontier (summed over the workers)."""
-    total = {"round_trips": 0, "sent_ahead": 0, "rescored": 0, "given_back": 0}
+    waited for), pipelines sent ahead (not waited for) and records re-scored by the shared frontier
+    (summed over the workers)."""
+    total = {"round_trips": 0, "sent_ahead": 0, "rescored": 0}
     for i in range(workers):
         log = workdir / f"w{i}" / "crawl.log"
         found = ROUND_TRIPS.search(log.read_text(errors="replace")) if log.exists() else None
@@ -174,7 +173,7 @@ def figures(result: dict, relevance: Relevance, budget: int, delay: float) -> di
             "worker_cpu_ms": result["worker_cpu"] * per_request, "redis_cpu_ms": result["redis_cpu"] * per_request,
             "round_trips": result["counts"]["round_trips"] * per_request / 1000.0,
             "sent_ahead": result["counts"]["sent_ahead"] * per_request / 1000.0,
-            "rescored": result["counts"]["rescored"], "given_back": result["counts"]["given_back"],
+            "rescored": result["counts"]["rescored"],
             "relevant": len(found), "gap": violations.get("gap", 0), "concurrency": violations.get("concurrency", 0),
             "disallowed": violations.get("disallowed", 0), "robots_not_first": violations.get("robots_not_first", 0),
             "fetched_twice": twice, "leases_reaped": result["stats"].get("leases_reaped", 0),
@@ -228,7 +227,7 @@ def main() -> int:
         finally:
             server.stop()
     keys = ["requests", "pages_per_s", "worker_cpu_ms", "redis_cpu_ms", "round_trips", "sent_ahead", "rescored",
-            "given_back", "relevant", "gap", "concurrency", "disallowed", "robots_not_first",
+            "relevant", "gap", "concurrency", "disallowed", "robots_not_first",
             "fetched_twice", "leases_reaped", "work_requeued", "exported_twice"]
     print(f"\nWebKB, topic {opts.topic}, budget {opts.budget}, DOWNLOAD_DELAY {opts.delay}, "
           f"{opts.runs} run(s) each{f', worker 0 killed at {opts.kill:.0%}' if opts.kill else ''} (mean; min-max)\n")

@@ -164,41 +164,6 @@ def test_stale_entries_are_rescored_when_their_host_is_popped(make):
     assert a.size() == 0
 
 
-def test_a_host_whose_rescored_best_falls_below_another_ready_host_is_given_back(make):
-    """As the in-process frontier re-files a host under its true best: the pick is made again, and
-    the host given back keeps its place (ready at once, its record queued, nothing lost)."""
-    a, b = make("a"), make("b")
-    a.push("h1", entry("http://h1/a", 0.9))
-    a.push("h1", entry("http://h1/b", 0.8))
-    a.push("h2", entry("http://h2/a", 0.5))
-    a.version = 1
-    # re-scored, h1's pages fall to 0.1-0.2: h2 (0.5 under the old version, 0.5 re-scored) goes first
-    rescore = lambda entries: [{"http://h1/a": 0.2, "http://h1/b": 0.1}.get(e.url, 0.5) for e in entries]  # noqa: E731
-    host, e = a.pop(0, rescore=rescore)
-    assert (host, e.url, e.priority) == ("h2", "http://h2/a", pytest.approx(0.5))
-    assert a.repicked == 1 and a.holds("h2") and not a.holds("h1")
-    # h1 was given back with its re-scored records: another worker gets it at once, best first
-    host, e = b.pop(0, rescore=rescore)
-    assert (host, e.url, e.priority) == ("h1", "http://h1/a", pytest.approx(0.2))
-    b.release(host, 0.0)
-    a.release("h2", 0.0)
-    assert drain(b) == ["http://h1/b"] and b.size() == 0
-
-
-def test_a_pop_gives_back_a_few_hosts_at_most(make):
-    from focuscrawl.distributed.frontier import REPICKS
-
-    a = make("a")
-    for i in range(REPICKS + 3):
-        a.push(f"h{i}", entry(f"http://h{i}/a", 0.9 - 0.01 * i))
-    a.version = 1
-    # every host re-scored falls below every other: the pick stops after REPICKS hosts given back
-    host, e = a.pop(0, rescore=lambda entries: [0.1 for _ in entries])
-    assert a.repicked == REPICKS and e.url == f"http://{host}/a" and host == f"h{REPICKS}"
-    a.release(host, 0.0)
-    assert sorted(drain(a)) == sorted(f"http://h{i}/a" for i in range(REPICKS + 3) if i != REPICKS)
-
-
 def test_the_scripts_read_records_as_the_frontier_writes_them():
     from focuscrawl.distributed import scripts
     from focuscrawl.frontier import records
@@ -228,6 +193,39 @@ def test_background_rescoring_sends_headers_and_keeps_what_another_worker_change
     # ... and their URLs and requests untouched
     assert all(e.payload.url == e.url and e.features is not None for e in queued)
     assert a.size() == 3
+
+
+def test_background_rescoring_surfaces_a_record_deep_in_its_host(make):
+    """As the in-process pass takes whole hosts: a URL queued low whose value rose is found far
+    below the few records a pop re-scores."""
+    from focuscrawl.distributed.frontier import RESCORE_TOP
+
+    a = make("a")
+    for i in range(RESCORE_TOP * 3):
+        a.push("h", entry(f"http://h/{i}", 0.5 - i / 1000))
+    a.push("h2", entry("http://h2/a", 0.45))
+    a.version = 1
+    rescore = lambda entries: [0.99 if e.url.endswith(f"/{RESCORE_TOP * 3 - 1}") else e.priority for e in entries]  # noqa: E731
+    assert a.rescore_stale(rescore, limit=1000) == RESCORE_TOP * 3 + 1
+    host, e = a.pop(0)
+    assert e.url == f"http://h/{RESCORE_TOP * 3 - 1}" and e.priority == pytest.approx(0.99)
+
+
+def test_background_rescoring_goes_on_where_a_bounded_call_stopped(make):
+    a = make("a")
+    hosts = [f"h{i}" for i in range(10)]
+    for h in hosts:  # ten hosts: one HSCAN step returns them all
+        for j in range(3):
+            a.push(h, entry(f"http://{h}/{j}", 0.1 * (j + 1)))
+    a.version = 1
+    same = lambda entries: [e.priority for e in entries]  # noqa: E731
+    done = [a.rescore_stale(same, limit=4) for _ in range(9)]
+    # four records a call, the last host of a call giving its best ones and the next call going on
+    # with it: every record once, then nothing left
+    assert done == [4, 4, 4, 4, 4, 4, 4, 2, 0] and a.rescored == 30
+    a.flush()
+    for h in hosts:
+        assert [a.records.entry(r).version for r in a.client.zrange(a.keys("q", h), 0, -1)] == [1, 1, 1]
 
 
 def test_background_rescoring_refiles_the_best_hosts(make):

@@ -156,9 +156,7 @@ class SharedCrawl:
             self.learner_sync.close(learner)  # (a failure is logged: the crawl is over either way)
         self.frontier.leave()
         logger.info("shared crawl: %d round trips to Redis, %d page requests counted by this worker, %d writes sent "
-                    "ahead, %d records re-scored, %d hosts popped and given back (another ready host was better "
-                    "re-scored)", round_trips(), self._counted, sent_ahead(), self.frontier.rescored,
-                    self.frontier.repicked)
+                    "ahead, %d records re-scored", round_trips(), self._counted, sent_ahead(), self.frontier.rescored)
 
 
 __all__ = ["SharedCrawl"]

@@ -46,20 +46,20 @@ logger = logging.getLogger(__name__)
 #: heartbeats a worker sends within its timeout (FOCUS_WORKER_TIMEOUT): one lost or late
 #: heartbeat never makes a live worker look dead
 HEARTBEATS_PER_TIMEOUT = 6
-#: hosts a background re-scoring call looks at, at most, and how many of each host's best records
-#: (a host's order below them is settled as they are popped)
+#: hosts a background re-scoring call looks at, at most, and how deep into each host's queue: as
+#: the in-process pass takes whole hosts, so that a record whose value rose since it was queued
+#: surfaces from anywhere in its host, not only from the few a pop re-scores (RESCORE_TOP)
 RESCORE_HOSTS = 64
+RESCORE_DEPTH = 4096
+#: records at the top of a popped host re-scored with it
 RESCORE_TOP = 32
-#: hosts a pop gives back, at most, because their best re-scored fell below the next ready host's
-#: (each one a round trip more; the last host popped is fetched from whatever its best)
-REPICKS = 3
 #: waiting hosts promoted to ready per pop, at most (the rest on the next pops)
 PROMOTE_LIMIT = 256
 #: how long a worker trusts its reading of the frontier's size and next ready time
 SIZE_CACHE_SECONDS = 0.2
 #: the frontier's Lua scripts (``scripts.py``)
 SCRIPTS = ("PUSH", "POP", "PEEK", "SWAP", "REQUEUE", "RELEASE", "DONE", "HEARTBEAT", "REAP", "DROP_HOST", "DROP",
-           "BEST_SOON", "REFRESH", "STALE_TOPS", "SWAP_MANY", "GIVE_BACK")
+           "BEST_SOON", "REFRESH", "STALE_TOPS", "SWAP_MANY")
 #: how soon a worker with nothing ready looks again: other workers queue URLs and free hosts
 #: at any moment, and nothing tells this process
 POLL_SECONDS = 0.25
@@ -106,9 +106,8 @@ class SharedFrontier:
         self.heartbeat_seconds = worker_timeout / HEARTBEATS_PER_TIMEOUT
         self.clock = clock
         self._preview = getattr(codec, "preview", codec.unpack)
-        self._rescore_cursor = 0  # where the background pass goes on (HSCAN of the hosts)
+        self._rescore_cursor = self._rescore_skip = 0  # where the background pass goes on (HSCAN of the hosts)
         self.rescored = 0
-        self.repicked = 0  # hosts popped and given back: another ready host was better once re-scored
         self.pruned = 0
         self._tokens: dict[str, str] = {}  # host held -> its lease token
         self._clock_offset = 0.0  # Redis's clock minus this process's monotonic one (at the last heartbeat)
@@ -209,26 +208,18 @@ class SharedFrontier:
         """The best entry of the hosts ready now across the crawl; its host is leased to this
         worker until ``release``. None when no host is ready."""
         peek = min(max_rescore, RESCORE_TOP) if rescore is not None else 0
-        for attempt in range(REPICKS + 1):
-            host, record, token, wait, *state = self._run("POP", self.worker, self.worker_timeout, PROMOTE_LIMIT,
-                                                          self.scoring.current, peek)
-            if host is None:
-                self.ready.heard(float(wait))
-                return None
-            host = host.decode("utf-8", "surrogatepass")
-            self._tokens[host] = token.decode()
-            timing, robots, top, next_key = state
-            if self.on_lease is not None:
-                self.on_lease(host, timing or None, robots or None)
-            if rescore is not None and self.scoring.stale(record):
-                record = self._refresh(host, record, rescore, max_rescore, top or None)
-                if attempt < REPICKS and next_key and next_key < record[:KEY]:
-                    # re-scored, the host is no longer the best ready one: given back (with the next
-                    # pop), as the in-process frontier re-files it under its true best; pick again
-                    self.repicked += 1
-                    self._defer("GIVE_BACK", host, self._tokens.pop(host), record)
-                    continue
-            break
+        host, record, token, wait, *state = self._run("POP", self.worker, self.worker_timeout, PROMOTE_LIMIT,
+                                                      self.scoring.current, peek)
+        if host is None:
+            self.ready.heard(float(wait))
+            return None
+        host = host.decode("utf-8", "surrogatepass")
+        self._tokens[host] = token.decode()
+        if self.on_lease is not None:
+            self.on_lease(host, state[0] or None, state[1] or None)
+        if rescore is not None and self.scoring.stale(record):
+            top = state[2] if len(state) > 2 and state[2] else None
+            record = self._refresh(host, record, rescore, max_rescore, top)
         self._size -= 1
         return host, self.records.entry(record)
 
@@ -259,15 +250,15 @@ class SharedFrontier:
         return Restamper(rescore, self.version, self.records.next_seq, self._preview)
 
     def rescore_stale(self, rescore: Rescorer, limit: int = 1000) -> int:
-        """Background re-scoring, bounded: the stale records among the best ``RESCORE_TOP`` of
+        """Background re-scoring, bounded: the stale records among the best ``RESCORE_DEPTH`` of
         each host, host after host (round robin over the crawl's hosts, whichever worker holds
-        them), up to about ``limit`` records a call. Records another worker changed meanwhile are
-        left as they are. One round trip reads the stale records (only those: Redis sorts them
-        out); their replacements go with the next command answered."""
-        cursor, scanned, newest, *found = self._run("STALE_TOPS", self._rescore_cursor,
-                                                    max(1, min(RESCORE_HOSTS, limit // RESCORE_TOP)),
-                                                    RESCORE_TOP, self.scoring.current)
-        self._rescore_cursor = int(cursor)
+        them), up to ``limit`` records a call. Records another worker changed meanwhile are left
+        as they are. One round trip reads the stale records (only those: Redis sorts them out);
+        their new headers go ahead of the next command answered."""
+        cursor, skip, scanned, newest, *found = self._run("STALE_TOPS", self._rescore_cursor, self._rescore_skip,
+                                                          RESCORE_HOSTS, RESCORE_DEPTH, self.scoring.current,
+                                                          max(1, limit))
+        self._rescore_cursor, self._rescore_skip = int(cursor), int(skip)
         self.scoring.heard(newest)  # another worker's learner may have moved on since this one looked
         hosts, records = [], []
         for host, top in zip(found[::2], found[1::2], strict=True):
@@ -292,7 +283,7 @@ class SharedFrontier:
             self.writes.send_ahead()
             self.rescored += len(records)
         # a pass that found nothing stale in these hosts goes on with the next ones
-        return len(records) or (int(scanned) if self._rescore_cursor else 0)
+        return len(records) or (int(scanned) if self._rescore_cursor or self._rescore_skip else 0)
 
     # --- a held host --------------------------------------------------------------------------
     def requeue(self, host: str, entry: Entry) -> None:

@@ -154,12 +154,10 @@ return size or tonumber(redis.call('GET', P .. 'size') or '0')
 """
 
 #: ARGV: P, WORKER, LEASE_SECONDS, PROMOTE_LIMIT, VERSION, PEEK -> {HOST, RECORD, TOKEN, -1,
-#: HOSTSTATE, ROBOTS, TOP, NEXT} or {false, false, false, WAIT} (WAIT: seconds until the next waiting
+#: HOSTSTATE, ROBOTS, TOP} or {false, false, false, WAIT} (WAIT: seconds until the next waiting
 #: host's time, -1 when none waits; HOSTSTATE, ROBOTS: what the host's holders knew of it, see
 #: RELEASE, or false; TOP: when RECORD was scored under a version older than VERSION, the host's
-#: PEEK best records left queued, which the holder re-scores with it (see REFRESH), else false;
-#: NEXT: then the KEY the next ready host is filed under, which the re-scored best must still beat
-#: (else the holder gives the host back, see GIVE_BACK), else false)
+#: PEEK best records left queued, which the holder re-scores with it (see REFRESH), else false)
 POP = _COMMON + """
 local t = now()
 local due = redis.call('ZRANGEBYSCORE', P .. 'waiting', '-inf', t, 'LIMIT', 0, tonumber(ARGV[4]))
@@ -181,15 +179,13 @@ for _ = 1, 64 do
     redis.call('HSET', P .. 'lease', h, token)
     redis.call('HSET', P .. 'leaserec', h, popped[1])
     redis.call('ZADD', P .. 'leases', t + tonumber(ARGV[3]), h)
-    local top, nextkey = false, false
+    local top = false
     local peek = tonumber(ARGV[6] or '0')
     if peek > 0 and version_of(popped[1]) < tonumber(ARGV[5]) then
       top = redis.call('ZRANGE', P .. 'q:' .. h, 0, peek - 1)
-      local second = redis.call('ZRANGE', P .. 'ready', 0, 0)[1]
-      if second then nextkey = string.sub(second, 1, K) end
     end
     return {h, popped[1], token, -1, redis.call('HGET', P .. 'hoststate', h) or false,
-            redis.call('HGET', P .. 'robots', h) or false, top, nextkey}
+            redis.call('HGET', P .. 'robots', h) or false, top}
   end
   redis.call('HSET', P .. 'state', h, 'I')
 end
@@ -229,22 +225,6 @@ end
 return n
 """
 
-#: ARGV: P, HOST, TOKEN, RECORD -> 1, or -1 when the lease is not TOKEN's: the host popped and not
-#: fetched from (its re-scored best fell below another ready host's) given back: RECORD, its
-#: record in flight, queued again and the host filed at once under its best. Its time is left as
-#: it was: the host was ready when popped, and nothing was sent to it.
-GIVE_BACK = _COMMON + """
-local h = ARGV[2]
-if redis.call('HGET', P .. 'lease', h) ~= ARGV[3] then return -1 end
-if redis.call('ZADD', P .. 'q:' .. h, 0, ARGV[4]) == 1 then redis.call('INCR', P .. 'size') end
-redis.call('HDEL', P .. 'leaserec', h)
-redis.call('HDEL', P .. 'lease', h)
-redis.call('ZREM', P .. 'leases', h)
-redis.call('ZREM', P .. 'soon', h)
-schedule(h, now())
-return 1
-"""
-
 #: ARGV: P, HOST, TOKEN, BACK, TAKEN, OLD_1, NEW_1, ... -> the holder's re-scoring of the top of its
 #: host, popped record included, in one step: each OLD record still queued replaced by its NEW one;
 #: then 1: the record in flight becomes TAKEN, taken out of the queue, and BACK (the one popped,
@@ -272,30 +252,51 @@ redis.call('HSET', P .. 'leaserec', h, ARGV[5])
 return 1
 """
 
-#: ARGV: P, CURSOR, COUNT, TOP, VERSION -> {CURSOR, HOSTS SCANNED, NEWEST VERSION, HOST, {RECORD...},
-#: ...}: an HSCAN step over the crawl's hosts and, for each host with any, the records among its TOP
-#: best scored under a version older than VERSION (the background re-scoring's; NEWEST VERSION: the
-#: newest a record carried, -1 if none). Fresh records never leave Redis.
+#: ARGV: P, CURSOR, SKIP, COUNT, DEPTH, VERSION, WANT -> {CURSOR, SKIP, HOSTS SCANNED, NEWEST
+#: VERSION, HOST, {RECORD...}, ...}: an HSCAN step over the crawl's hosts (its first SKIP hosts
+#: left out) and, for each host with any, the records among its DEPTH best scored under a version
+#: older than VERSION, best first (the background re-scoring's; NEWEST VERSION: the newest a record
+#: carried, -1 if none). It stops once WANT stale records are found (the last host gives its best
+#: ones) or 8 WANT records were read; the CURSOR and SKIP returned go on from there (the same step,
+#: past the hosts read, when it stopped inside one; at the last host, when it gave only its best
+#: stale records). Fresh records never leave Redis.
 STALE_TOPS = _COMMON + """
-local page = redis.call('HSCAN', P .. 'state', ARGV[2], 'COUNT', tonumber(ARGV[3]))
+local page = redis.call('HSCAN', P .. 'state', ARGV[2], 'COUNT', tonumber(ARGV[4]))
 local items = page[2]
-local top, version = tonumber(ARGV[4]), tonumber(ARGV[5])
-local out = {page[1], #items / 2, -1}
-local newest = -1
-for i = 1, #items, 2 do
+local skip = tonumber(ARGV[3])
+local depth, version, want = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local out = {page[1], 0, 0, -1}
+local newest, found, read, scanned = -1, 0, 0, 0
+local capped = false  -- the last host read had more stale records than were taken
+for i = 2 * skip + 1, #items, 2 do
+  if found >= want or read >= 8 * want then break end
   local h = items[i]
   local stale = {}
-  for _, rec in ipairs(redis.call('ZRANGE', P .. 'q:' .. h, 0, top - 1)) do
+  local recs = redis.call('ZRANGE', P .. 'q:' .. h, 0, depth - 1)
+  read = read + #recs
+  scanned = scanned + 1
+  for _, rec in ipairs(recs) do
     local v = version_of(rec)
     if v > newest then newest = v end
-    if v < version then stale[#stale + 1] = rec end
+    if v < version then
+      if found < want then
+        stale[#stale + 1] = rec
+        found = found + 1
+      else
+        capped = true
+      end
+    end
   end
   if #stale > 0 then
     out[#out + 1] = h
     out[#out + 1] = stale
   end
 end
-out[3] = newest
+if capped or 2 * (skip + scanned) < #items then
+  -- stopped inside the step: this step again, from the host whose stale records were not all taken
+  out[1], out[2] = ARGV[2], skip + scanned - (capped and 1 or 0)
+end
+out[3], out[4] = scanned, newest
 return out
 """
 
@@ -498,5 +499,5 @@ end
 return n
 """
 
-__all__ = ["BEST_SOON", "DONE", "DROP", "DROP_HOST", "GIVE_BACK", "HEAD_BYTES", "HEARTBEAT", "KEY_BYTES", "PEEK", "POP",
+__all__ = ["BEST_SOON", "DONE", "DROP", "DROP_HOST", "HEAD_BYTES", "HEARTBEAT", "KEY_BYTES", "PEEK", "POP",
            "PUSH", "REAP", "REFRESH", "RELEASE", "REQUEUE", "STALE_TOPS", "SWAP", "SWAP_MANY"]
