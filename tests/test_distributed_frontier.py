@@ -205,10 +205,11 @@ def test_background_rescoring_surfaces_a_record_deep_in_its_host(make):
         a.push("h", entry(f"http://h/{i}", 0.5 - i / 1000))
     a.push("h2", entry("http://h2/a", 0.45))
     a.version = 1
-    rescore = lambda entries: [0.99 if e.url.endswith(f"/{RESCORE_TOP * 3 - 1}") else e.priority for e in entries]  # noqa: E731
+    deepest = f"http://h/{RESCORE_TOP * 3 - 1}"
+    rescore = lambda entries: [0.99 if e.url == deepest else e.priority for e in entries]  # noqa: E731
     assert a.rescore_stale(rescore, limit=1000) == RESCORE_TOP * 3 + 1
     host, e = a.pop(0)
-    assert e.url == f"http://h/{RESCORE_TOP * 3 - 1}" and e.priority == pytest.approx(0.99)
+    assert e.url == deepest and e.priority == pytest.approx(0.99)
 
 
 def test_background_rescoring_goes_on_where_a_bounded_call_stopped(make):
