@@ -185,7 +185,8 @@ class WriteBehind:
         """``todo`` sent after the commands ``in_flight`` (sent ahead); the replies of both, in order.
         A connection lost on the way is made again and everything not answered sent again once,
         as redis-py's pipeline does (the crawl's writes bear being run twice: a record is queued
-        once, a lease released once, a page done once)."""
+        once, a lease released once, a page done once; a request counted twice ends the crawl a
+        request early)."""
         try:
             replies = self._roundtrip(in_flight, todo)
         except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
