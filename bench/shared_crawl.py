@@ -4,6 +4,8 @@ from the server's side, a worker killed with SIGKILL, and scaling.
     python bench/shared_crawl.py --workers 1,2,4 [--budget 1000] [--delay 0.25] [--topic course]
     python bench/shared_crawl.py --workers 3 --kill 0.4 --runs 3     # kill -9 one of 3 at 40%
     python bench/shared_crawl.py --workers 0,1,2 --delay 0 --runs 3 -s FOCUS_PATIENCE=0   # scaling
+    python bench/shared_crawl.py --workers 1 --delay 0 --runs 4 -s FOCUS_PATIENCE=0 \
+        --tree before=../focuscrawl-base --tree after=.      # two versions of the code, alternated
 
 Each configuration runs ``--runs`` times, alternated, each time with a fresh crawl on a throwaway
 ``redis-server`` and a fresh ReplayProxy over WebKB's WARC (``../shared/webkb``): ``N`` processes
@@ -18,7 +20,16 @@ counted requests over the seconds from the first to the last), relevant pages fo
 labels, one page per alias), the politeness audit (``focuscrawl.politeness.audit``: gaps under
 the host's delay, two connections to one host, disallowed paths, robots.txt not first), pages
 answered 200 more than once, and from Redis the leases reaped and the pages queued again; from the
-workers' feeds, relevant pages exported more than once across workers.
+workers' feeds, relevant pages exported more than once across workers. CPU, not wall time, is what a
+shared machine measures well: ``worker_cpu_ms`` is the workers' CPU (user and system, from the
+kernel's accounting of the waited children, start-up included) per counted request, ``redis_cpu_ms``
+redis-server's (``INFO cpu``) over the same run; ``round_trips`` the commands and pipelines the
+workers sent Redis and waited for per counted request (``sent_ahead``: those not waited for),
+``rescored`` the records the shared frontier re-scored (from the workers' logs).
+
+With ``--tree NAME=PATH`` (repeatable) the workers run the focuscrawl of each tree in turn (its
+``PYTHONPATH``), alternated run by run with the worker counts, and the table has a row per tree and
+count: a before/after comparison under the same load.
 """
 
 from __future__ import annotations
@@ -26,6 +37,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import resource
 import signal
 import subprocess
 import sys
@@ -58,10 +71,25 @@ def lines(path: Path) -> int:
         return 0
 
 
-def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, workdir: Path) -> dict:
+def children_cpu() -> float:
+    """CPU seconds (user and system) of this process's children waited so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def redis_cpu(server: RedisServer) -> float:
+    """redis-server's CPU seconds so far (its main thread and its children)."""
+    with server.client() as client:
+        info = client.info("cpu")
+    return sum(float(info.get(key, 0.0)) for key in ("used_cpu_user", "used_cpu_sys"))
+
+
+def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, workdir: Path,
+        tree: str | None = None) -> dict:
     server.flush()
     log = workdir / "server.jsonl"
     killed_at = None
+    cpu_start, redis_start = children_cpu(), redis_cpu(server)
     with ReplayProxy(web, log_path=str(log)) as proxy:
         procs = []
         # 0 workers: one process with its frontier in the process, the baseline without Redis
@@ -71,7 +99,10 @@ def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, w
             folder.mkdir()
             argv = crawl_command(SEEDS, model, opts.budget, str(folder / "crawl.db"),
                                  [f"DOWNLOAD_DELAY={opts.delay}", *shared, *opts.set]) + ["-O", str(folder / "relevant.jsonl")]
-            procs.append(subprocess.Popen(argv, env=proxy.crawl_env(), cwd=folder, stdout=subprocess.DEVNULL,
+            env = proxy.crawl_env()
+            if tree:
+                env["PYTHONPATH"] = tree
+            procs.append(subprocess.Popen(argv, env=env, cwd=folder, stdout=subprocess.DEVNULL,
                                           stderr=(folder / "crawl.log").open("w")))
         deadline = time.monotonic() + opts.timeout
         if opts.kill:
@@ -83,6 +114,7 @@ def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, w
         for p in procs:
             p.wait(timeout=max(1.0, deadline - time.monotonic()))
         proxy.wait_idle(timeout=5.0)
+    worker_cpu, server_cpu = children_cpu() - cpu_start, redis_cpu(server) - redis_start
     codes = [p.returncode for p in procs]
     failed = [i for i, c in enumerate(codes) if c != 0 and not (opts.kill and i == 0)]
     if failed:
@@ -91,7 +123,26 @@ def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, w
     stats = {k.decode(): int(v) for k, v in client.hgetall(f"focus:{{{CRAWL_ID}}}:stats").items()}
     records = read_log(log)
     return {"records": records, "stats": stats, "killed_at": killed_at,
-            "exported": exported(workdir, max(1, workers))}
+            "exported": exported(workdir, max(1, workers)), "worker_cpu": worker_cpu, "redis_cpu": server_cpu,
+            "counts": worker_counts(workdir, workers)}
+
+
+ROUND_TRIPS = re.compile(r"shared crawl: (\d+) round trips to Redis, \d+ page requests counted by this worker"
+                         r"(?:, (\d+) writes sent ahead, (\d+) records re-scored)?")
+
+
+def worker_counts(workdir: Path, workers: int) -> dict[str, int]:
+    """What the workers' logs say at their close: round trips to Redis (commands and pipelines sent and
+    waited for), pipelines sent ahead (not waited for) and records re-scored by the shared frontier
+    (summed over the workers)."""
+    total = {"round_trips": 0, "sent_ahead": 0, "rescored": 0}
+    for i in range(workers):
+        log = workdir / f"w{i}" / "crawl.log"
+        found = ROUND_TRIPS.search(log.read_text(errors="replace")) if log.exists() else None
+        if found:
+            for key, value in zip(total, found.groups(), strict=True):
+                total[key] += int(value or 0)
+    return total
 
 
 def exported(workdir: Path, workers: int) -> Counter:
@@ -117,13 +168,22 @@ def figures(result: dict, relevance: Relevance, budget: int, delay: float) -> di
     twice = sum(n - 1 for n in Counter(r["url"] for r in counted if r["status"] == 200).values() if n > 1)
     report = audit_report(records, delays=delay)
     violations = report["violation_counts"]
+    per_request = 1000.0 / len(counted) if counted else 0.0
     return {"requests": len(counted), "pages_per_s": len(counted) / span if span else 0.0,
+            "worker_cpu_ms": result["worker_cpu"] * per_request, "redis_cpu_ms": result["redis_cpu"] * per_request,
+            "round_trips": result["counts"]["round_trips"] * per_request / 1000.0,
+            "sent_ahead": result["counts"]["sent_ahead"] * per_request / 1000.0,
+            "rescored": result["counts"]["rescored"],
             "relevant": len(found), "gap": violations.get("gap", 0), "concurrency": violations.get("concurrency", 0),
             "disallowed": violations.get("disallowed", 0), "robots_not_first": violations.get("robots_not_first", 0),
             "fetched_twice": twice, "leases_reaped": result["stats"].get("leases_reaped", 0),
             "work_requeued": result["stats"].get("work_requeued", 0),
             "exported_twice": sum(n - 1 for n in result["exported"].values() if n > 1),
             "killed_at": result["killed_at"]}
+
+
+def label(tree: str | None, workers: int) -> str:
+    return f"{tree} {workers}" if tree else str(workers)
 
 
 def main() -> int:
@@ -139,25 +199,35 @@ def main() -> int:
     parser.add_argument("--webkb", type=Path, default=WEBKB, help=f"WebKB's folder (default {WEBKB})")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH",
+                        help="run the workers on this tree's focuscrawl (repeatable: alternated, a row each)")
     opts = parser.parse_args()
     model = opts.model or str(ROOT.parent / "models" / f"{opts.topic}.joblib")
     counts = [int(n) for n in opts.workers.split(",")]
+    trees = {}
+    for item in opts.tree:
+        name, sep, path = item.partition("=")
+        if not sep or not Path(path, "focuscrawl", "__init__.py").is_file():
+            parser.error(f"--tree {item!r}: give NAME=PATH, PATH a tree with focuscrawl/ in it")
+        trees[name] = str(Path(path).resolve())
+    configs = [(name, path, n) for n in counts for name, path in (trees.items() or [(None, None)])]
     web = RecordedWeb.from_warcs([str(opts.webkb / "webkb.warc.gz")])
     relevance = Relevance(load_labels(opts.webkb / "labels.tsv"), [opts.topic],
                           SamePage.for_graph(LinkGraph.from_web(web), load_aliases(opts.webkb / "aliases.tsv")))
-    results: dict[int, list[dict]] = {n: [] for n in counts}
+    results: dict[str, list[dict]] = {label(name, n): [] for name, _path, n in configs}
     with tempfile.TemporaryDirectory(prefix="focus-shared-") as tmp:
         server = RedisServer.start(Path(tmp))
         try:
             for run_no in range(opts.runs):
-                for n in counts:
+                for name, path, n in configs:
                     workdir = Path(tempfile.mkdtemp(prefix=f"focus-shared-{n}w-"))
-                    row = figures(run(web, server, model, n, opts, workdir), relevance, opts.budget, opts.delay)
-                    results[n].append(row)
-                    print(f"run {run_no + 1}, {n} worker(s): {row}  ({workdir})", flush=True)
+                    row = figures(run(web, server, model, n, opts, workdir, path), relevance, opts.budget, opts.delay)
+                    results[label(name, n)].append(row)
+                    print(f"run {run_no + 1}, {label(name, n)} worker(s): {row}  ({workdir})", flush=True)
         finally:
             server.stop()
-    keys = ["requests", "pages_per_s", "relevant", "gap", "concurrency", "disallowed", "robots_not_first",
+    keys = ["requests", "pages_per_s", "worker_cpu_ms", "redis_cpu_ms", "round_trips", "sent_ahead", "rescored",
+            "relevant", "gap", "concurrency", "disallowed", "robots_not_first",
             "fetched_twice", "leases_reaped", "work_requeued", "exported_twice"]
     print(f"\nWebKB, topic {opts.topic}, budget {opts.budget}, DOWNLOAD_DELAY {opts.delay}, "
           f"{opts.runs} run(s) each{f', worker 0 killed at {opts.kill:.0%}' if opts.kill else ''} (mean; min-max)\n")

@@ -80,6 +80,54 @@ def test_a_write_waits_max_age_at_most(client):
     assert client.get("k") == b"v"
 
 
+def test_a_write_due_is_sent_ahead_and_answered_with_the_next_command(client):
+    now = [0.0]
+    writes = WriteBehind(client, max_age=0.05, clock=lambda: now[0])
+    replies = []
+    writes.defer(("RPUSH", "l", "a"), replies.append)
+    now[0] = 0.06
+    writes.flush_if_due()  # on the wire: Redis runs it while the caller goes on
+    assert len(writes) == 1 and replies == []
+    deadline = time.monotonic() + 2
+    while client.llen("l") == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert client.lrange("l", 0, -1) == [b"a"]
+    writes.defer(("RPUSH", "l", "b"), replies.append)
+    assert writes.call("LRANGE", "l", 0, -1) == [b"a", b"b"]  # in order, after both writes
+    assert replies == [1, 2] and len(writes) == 0
+
+
+def test_writes_sent_ahead_keep_their_order_with_later_ones(client):
+    writes = WriteBehind(client, max_age=NEVER)
+    for i in range(3):
+        writes.defer(("RPUSH", "l", f"ahead{i}"))
+        writes.send_ahead()
+    writes.defer(("RPUSH", "l", "behind"))
+    assert writes.call_many([("LRANGE", "l", 0, -1), ("TIME",)])[0] == [b"ahead0", b"ahead1", b"ahead2", b"behind"]
+    writes.send_ahead()  # nothing pending: nothing sent
+    writes.flush()
+    assert len(writes) == 0
+
+
+def test_writes_sent_ahead_on_a_connection_lost_are_sent_again(client):
+    writes = WriteBehind(client, max_age=NEVER)
+    writes.call("CLIENT", "SETNAME", "behind")
+    writes.defer(("SET", "k", "v"))
+    client.client_kill_filter(_type="normal", skipme=True)  # the writer's connection drops ...
+    writes.send_ahead()  # ... so this write may never reach Redis
+    assert writes.call("GET", "k") == b"v"
+
+
+def test_a_script_sent_ahead_to_a_server_that_lost_it_is_loaded_again(client):
+    scripts = Scripts(client, {"ECHO": "return ARGV[1]"})
+    writes = WriteBehind(client, scripts, max_age=NEVER)
+    client.script_flush()
+    replies = []
+    writes.defer(scripts.command("ECHO", "ahead"), replies.append)
+    writes.send_ahead()
+    assert writes.call(*scripts.command("ECHO", "now")) == b"now" and replies == [b"ahead"]
+
+
 def test_without_max_age_every_write_goes_at_once(client):
     writes = WriteBehind(client, max_age=None)
     writes.defer(("SET", "k", "v"))
@@ -218,3 +266,21 @@ def drain(frontier):
         out.append(e.url)
         frontier.release(host, 0.0)
     return out
+
+
+def test_a_seen_add_sent_ahead_still_decides_its_push(make):
+    a, b = make("a", seen=True), make("b", seen=True)
+    for w in (a, b):
+        w.push("seed", entry(f"http://seed/{w.worker}", 0.1))
+        w.flush()
+    assert b.seen.add("http://h/x")
+    b.push("h", entry("http://h/x", 0.6))
+    b.flush()
+    assert a.seen.add("http://h/x")  # a does not know b has it ...
+    a.writes.send_ahead()  # ... and its add goes ahead, unanswered, before the link's push
+    a.push("h", entry("http://h/x", 0.5))  # the add's reply decides: not new, not queued
+    assert a.seen.add("http://h/new")
+    a.writes.send_ahead()
+    a.push("h", entry("http://h/new", 0.5))
+    a.flush()
+    assert a.host_size("h") == 2 and len(a.seen) == 2

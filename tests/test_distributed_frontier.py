@@ -164,6 +164,71 @@ def test_stale_entries_are_rescored_when_their_host_is_popped(make):
     assert a.size() == 0
 
 
+def test_the_scripts_read_records_as_the_frontier_writes_them():
+    from focuscrawl.distributed import scripts
+    from focuscrawl.frontier import records
+
+    assert (scripts.KEY_BYTES, scripts.HEAD_BYTES) == (records.KEY, records.FLAG)
+
+
+def test_background_rescoring_sends_headers_and_keeps_what_another_worker_changed(make):
+    a, b = make("a"), make("b")
+    for i in range(4):
+        a.push("h", entry(f"http://h/{i}", 0.1 * (i + 1)))
+    a.version = 1
+    popped = []
+
+    def racing(entries):  # b pops the host's best while a re-scores what it read
+        if not popped:
+            popped.append(b.pop(0))
+        return [1.0 - e.priority for e in entries]
+
+    assert a.rescore_stale(racing) == 4
+    assert popped[0][1].url == "http://h/3"
+    a.flush()
+    queued = [a.records.entry(r) for r in a.client.zrange(a.keys("q", "h"), 0, -1)]
+    # the record b took is not put back; the others carry their new headers ...
+    assert [(e.url, round(e.priority, 2), e.version) for e in queued] == [
+        ("http://h/0", 0.9, 1), ("http://h/1", 0.8, 1), ("http://h/2", 0.7, 1)]
+    # ... and their URLs and requests untouched
+    assert all(e.payload.url == e.url and e.features is not None for e in queued)
+    assert a.size() == 3
+
+
+def test_background_rescoring_surfaces_a_record_deep_in_its_host(make):
+    """As the in-process pass takes whole hosts: a URL queued low whose value rose is found far
+    below the few records a pop re-scores."""
+    from focuscrawl.distributed.frontier import RESCORE_TOP
+
+    a = make("a")
+    for i in range(RESCORE_TOP * 3):
+        a.push("h", entry(f"http://h/{i}", 0.5 - i / 1000))
+    a.push("h2", entry("http://h2/a", 0.45))
+    a.version = 1
+    deepest = f"http://h/{RESCORE_TOP * 3 - 1}"
+    rescore = lambda entries: [0.99 if e.url == deepest else e.priority for e in entries]  # noqa: E731
+    assert a.rescore_stale(rescore, limit=1000) == RESCORE_TOP * 3 + 1
+    host, e = a.pop(0)
+    assert e.url == deepest and e.priority == pytest.approx(0.99)
+
+
+def test_background_rescoring_goes_on_where_a_bounded_call_stopped(make):
+    a = make("a")
+    hosts = [f"h{i}" for i in range(10)]
+    for h in hosts:  # ten hosts: one HSCAN step returns them all
+        for j in range(3):
+            a.push(h, entry(f"http://{h}/{j}", 0.1 * (j + 1)))
+    a.version = 1
+    same = lambda entries: [e.priority for e in entries]  # noqa: E731
+    done = [a.rescore_stale(same, limit=4) for _ in range(9)]
+    # four records a call, the last host of a call giving its best ones and the next call going on
+    # with it: every record once, then nothing left
+    assert done == [4, 4, 4, 4, 4, 4, 4, 2, 0] and a.rescored == 30
+    a.flush()
+    for h in hosts:
+        assert [a.records.entry(r).version for r in a.client.zrange(a.keys("q", h), 0, -1)] == [1, 1, 1]
+
+
 def test_background_rescoring_refiles_the_best_hosts(make):
     a = make("a")
     a.push("h1", entry("http://h1/a", 0.9))

@@ -13,6 +13,13 @@ Nothing here makes a write less safe to lose than before: a worker killed with w
 loses what a worker killed just before sending them lost (its leases run out, its pages not done
 are queued again; see ``frontier.py``).
 
+A write can also be *sent ahead* (``send_ahead``): on the wire at once, its reply read with the
+next command answered. Redis then works through it on its own core while this process goes on
+(parsing the next page, re-scoring), instead of the two taking turns: what makes a shared worker's
+big writes (a background re-scoring's replacements, a page's links) nearly free on a machine with
+a core to spare. The commands still run in the order sent, on the one connection this object
+keeps for itself.
+
 Scripts run by their SHA1 (``EVALSHA``), loaded once: redis-py's pipelined ``Script`` asks the
 server whether its scripts exist before every pipeline, a round trip of its own. A server that
 lost them (restarted, ``SCRIPT FLUSH``) answers NOSCRIPT: they are loaded again and the commands
@@ -25,7 +32,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from focuscrawl.distributed.connection import redis_module
+from focuscrawl.distributed.connection import count_sent_ahead, redis_module
 
 redis = redis_module()
 
@@ -71,9 +78,12 @@ class WriteBehind:
         # [command, on_reply, join key, commands joined in it]
         self._pending: list[list] = []
         self._since = 0.0  # when the oldest pending command was deferred
+        self._sent: list[list] = []  # sent ahead, their replies not read yet
+        self._connection = None  # this object's own: replies sent ahead are read on it, in order
 
     def __len__(self) -> int:
-        return len(self._pending)
+        """Commands whose replies have not been read (not sent yet, or sent ahead)."""
+        return len(self._pending) + len(self._sent)
 
     def defer(self, command: tuple, on_reply: Callable[[Any], None] | None = None) -> list:
         """``command`` sent with the next one answered, in order; ``on_reply(reply)`` then.
@@ -113,12 +123,30 @@ class WriteBehind:
         return bool(self._pending) and (self.max_age is None or self.clock() - self._since >= self.max_age)
 
     def flush_if_due(self) -> None:
+        """The writes pending sent ahead once the oldest has waited ``max_age``."""
         if self.due():
-            self.flush()
+            self.send_ahead()
 
     def flush(self) -> None:
-        if self._pending:
+        """Every write sent and its reply read."""
+        if self._pending or self._sent:
             self._send([])
+
+    def send_ahead(self) -> None:
+        """The writes pending put on the wire now; their replies (and ``on_reply``) come with the
+        next command answered, or ``flush``. Nothing waits for Redis here."""
+        if not self._pending:
+            return
+        items, self._pending = self._pending, []
+        self._sent += items
+        connection = self._conn()
+        count_sent_ahead()
+        try:
+            connection.send_packed_command(connection.pack_commands([item[0] for item in items]),
+                                           check_health=False)  # a health check would read a reply sent ahead
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            # not known to have reached Redis: sent again, with what is in flight, by the next command
+            self._drop_connection()
 
     def call(self, *command: Any) -> Any:
         """``command`` run now, after every pending write; its reply."""
@@ -129,45 +157,63 @@ class WriteBehind:
         return self._send(commands)
 
     def _send(self, commands: list[tuple]) -> list[Any]:
-        pending, self._pending = self._pending, []
-        todo = [item[0] for item in pending] + list(commands)
-        if len(todo) == 1:
-            replies = [self._single(todo[0])]
-        else:
-            replies = self._pipeline(todo)
-        for (_, on_reply, key, joined), reply in zip(pending, replies, strict=False):
+        sent, pending = self._sent, self._pending
+        self._sent, self._pending = [], []
+        items = sent + pending
+        replies = self._exchange([item[0] for item in sent], [item[0] for item in pending] + list(commands))
+        for (_, on_reply, key, joined), reply in zip(items, replies, strict=False):
             if on_reply is None:
                 continue
             if key is None:
                 on_reply(reply)
             else:
                 on_reply(reply, joined)
-        return replies[len(pending):]
+        return replies[len(items):]
 
-    def _single(self, command: tuple) -> Any:
+    def _conn(self):
+        if self._connection is None:
+            self._connection = self.client.connection_pool.get_connection()
+        return self._connection
+
+    def _drop_connection(self) -> None:
+        if self._connection is not None:
+            self._connection.disconnect()
+            self.client.connection_pool.release(self._connection)
+            self._connection = None
+
+    def _exchange(self, in_flight: list[tuple], todo: list[tuple]) -> list[Any]:
+        """``todo`` sent after the commands ``in_flight`` (sent ahead); the replies of both, in order.
+        A connection lost on the way is made again and everything not answered sent again once,
+        as redis-py's pipeline does (the crawl's writes bear being run twice: a record is queued
+        once, a lease released once, a page done once; a request counted twice ends the crawl a
+        request early)."""
         try:
-            return self.client.execute_command(*command)
-        except redis.exceptions.NoScriptError:
-            self._reload()
-            return self.client.execute_command(*command)
-
-    def _pipeline(self, todo: list[tuple]) -> list[Any]:
-        pipe = self.client.pipeline(transaction=False)
-        for command in todo:
-            pipe.execute_command(*command)
-        replies = pipe.execute(raise_on_error=False)
+            replies = self._roundtrip(in_flight, todo)
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+            self._drop_connection()
+            replies = self._roundtrip([], in_flight + todo)
         missing = [i for i, reply in enumerate(replies) if isinstance(reply, redis.exceptions.NoScriptError)]
         if missing:
             # the server lost its scripts: those commands did not run; everything else did
             self._reload()
-            pipe = self.client.pipeline(transaction=False)
-            for i in missing:
-                pipe.execute_command(*todo[i])
-            for i, reply in zip(missing, pipe.execute(raise_on_error=False), strict=True):
+            for i, reply in zip(missing, self._roundtrip([], [(in_flight + todo)[i] for i in missing]), strict=True):
                 replies[i] = reply
         for reply in replies:
             if isinstance(reply, Exception):
                 raise reply
+        return replies
+
+    def _roundtrip(self, in_flight: list[tuple], todo: list[tuple]) -> list[Any]:
+        connection = self._conn()
+        if todo:
+            connection.send_packed_command(connection.pack_commands(todo), check_health=False)
+        replies = []
+        for command in (*in_flight, *todo):
+            try:
+                # redis-py's parsing of the command's reply, as its pipeline does
+                replies.append(self.client.parse_response(connection, command[0]))
+            except redis.exceptions.ResponseError as exc:
+                replies.append(exc)
         return replies
 
     def _reload(self) -> None:

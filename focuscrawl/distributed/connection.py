@@ -32,7 +32,8 @@ class _Waits:
 
     def __init__(self) -> None:
         self.seconds = 0.0
-        self.round_trips = 0  # commands or pipelines the main thread sent
+        self.round_trips = 0  # commands or pipelines the main thread sent and waited for
+        self.sent_ahead = 0  # ... and those it sent without waiting (their replies read later)
         self.main = threading.main_thread().ident
 
 
@@ -74,8 +75,19 @@ def reactor_wait() -> float:
 
 
 def round_trips() -> int:
-    """Commands and pipelines the reactor's thread has sent to Redis so far."""
-    return WAITS.round_trips
+    """Commands and pipelines the reactor's thread has sent to Redis and waited for so far."""
+    return WAITS.round_trips - WAITS.sent_ahead
+
+
+def sent_ahead() -> int:
+    """Pipelines the reactor's thread has sent to Redis without waiting for their replies."""
+    return WAITS.sent_ahead
+
+
+def count_sent_ahead() -> None:
+    """A pipeline about to be sent without waiting (``batch.WriteBehind.send_ahead``): no round trip."""
+    if threading.get_ident() == WAITS.main:
+        WAITS.sent_ahead += 1
 
 
 class RedisUnavailable(RuntimeError):
@@ -115,4 +127,5 @@ def connect(url: str, *, decode_responses: bool = False, socket_timeout: float =
     return client
 
 
-__all__ = ["SHARED_CRAWL", "Keys", "RedisUnavailable", "connect", "reactor_wait", "redis_module", "round_trips"]
+__all__ = ["SHARED_CRAWL", "Keys", "RedisUnavailable", "connect", "count_sent_ahead", "reactor_wait", "redis_module",
+           "round_trips", "sent_ahead"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from focuscrawl.config import FocusConfig
 from focuscrawl.distributed.batch import MAX_AGE
-from focuscrawl.distributed.connection import Keys, connect, round_trips
+from focuscrawl.distributed.connection import Keys, connect, round_trips, sent_ahead
 from focuscrawl.distributed.frontier import SharedFrontier
 from focuscrawl.politeness.gate import HostGate
 
@@ -155,8 +155,8 @@ class SharedCrawl:
         if self.learner_sync is not None and learner is not None:
             self.learner_sync.close(learner)  # (a failure is logged: the crawl is over either way)
         self.frontier.leave()
-        logger.info("shared crawl: %d round trips to Redis, %d page requests counted by this worker",
-                    round_trips(), self._counted)
+        logger.info("shared crawl: %d round trips to Redis, %d page requests counted by this worker, %d writes sent "
+                    "ahead, %d records re-scored", round_trips(), self._counted, sent_ahead(), self.frontier.rescored)
 
 
 __all__ = ["SharedCrawl"]

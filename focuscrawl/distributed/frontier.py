@@ -36,7 +36,7 @@ from focuscrawl.distributed.connection import Keys, redis_module
 from focuscrawl.distributed.next_ready import NextReady
 from focuscrawl.distributed.shared_records import QUEUE, ScoringVersion, SharedRecords
 from focuscrawl.frontier.entries import Codec, Entry
-from focuscrawl.frontier.records import KEY, ORDER, priority_of
+from focuscrawl.frontier.records import FLAG, KEY, ORDER, priority_of
 from focuscrawl.frontier.rescoring import Rescorer, Restamper
 
 redis = redis_module()
@@ -46,9 +46,12 @@ logger = logging.getLogger(__name__)
 #: heartbeats a worker sends within its timeout (FOCUS_WORKER_TIMEOUT): one lost or late
 #: heartbeat never makes a live worker look dead
 HEARTBEATS_PER_TIMEOUT = 6
-#: hosts a background re-scoring call looks at, at most, and how many of each host's best records
-#: (a host's order below them is settled as they are popped)
+#: hosts a background re-scoring call looks at, at most, and how deep into each host's queue: as
+#: the in-process pass takes whole hosts, so that a record whose value rose since it was queued
+#: surfaces from anywhere in its host, not only from the few a pop re-scores (RESCORE_TOP)
 RESCORE_HOSTS = 64
+RESCORE_DEPTH = 4096
+#: records at the top of a popped host re-scored with it
 RESCORE_TOP = 32
 #: waiting hosts promoted to ready per pop, at most (the rest on the next pops)
 PROMOTE_LIMIT = 256
@@ -103,7 +106,7 @@ class SharedFrontier:
         self.heartbeat_seconds = worker_timeout / HEARTBEATS_PER_TIMEOUT
         self.clock = clock
         self._preview = getattr(codec, "preview", codec.unpack)
-        self._rescore_cursor = 0  # where the background pass goes on (HSCAN of the hosts)
+        self._rescore_cursor = self._rescore_skip = 0  # where the background pass goes on (HSCAN of the hosts)
         self.rescored = 0
         self.pruned = 0
         self._tokens: dict[str, str] = {}  # host held -> its lease token
@@ -151,9 +154,8 @@ class SharedFrontier:
         self.writes.flush()
 
     def flush_if_due(self) -> None:
-        """The writes pending sent if the oldest has waited its time (see ``write_behind``)."""
-        if self.writes.due():
-            self.flush()
+        """The writes pending sent ahead (``batch.py``) once the oldest has waited its time."""
+        self.writes.flush_if_due()
 
     # --- size ---------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -248,15 +250,15 @@ class SharedFrontier:
         return Restamper(rescore, self.version, self.records.next_seq, self._preview)
 
     def rescore_stale(self, rescore: Rescorer, limit: int = 1000) -> int:
-        """Background re-scoring, bounded: the stale records among the best ``RESCORE_TOP`` of
+        """Background re-scoring, bounded: the stale records among the best ``RESCORE_DEPTH`` of
         each host, host after host (round robin over the crawl's hosts, whichever worker holds
-        them), up to about ``limit`` records a call. Records another worker changed meanwhile are
-        left as they are. One round trip reads the stale records (only those: Redis sorts them
-        out); their replacements go with the next command answered."""
-        cursor, scanned, newest, *found = self._run("STALE_TOPS", self._rescore_cursor,
-                                                    max(1, min(RESCORE_HOSTS, limit // RESCORE_TOP)),
-                                                    RESCORE_TOP, self.scoring.current)
-        self._rescore_cursor = int(cursor)
+        them), up to ``limit`` records a call. Records another worker changed meanwhile are left
+        as they are. One round trip reads the stale records (only those: Redis sorts them out);
+        their new headers go ahead of the next command answered."""
+        cursor, skip, scanned, newest, *found = self._run("STALE_TOPS", self._rescore_cursor, self._rescore_skip,
+                                                          RESCORE_HOSTS, RESCORE_DEPTH, self.scoring.current,
+                                                          max(1, limit))
+        self._rescore_cursor, self._rescore_skip = int(cursor), int(skip)
         self.scoring.heard(newest)  # another worker's learner may have moved on since this one looked
         hosts, records = [], []
         for host, top in zip(found[::2], found[1::2], strict=True):
@@ -271,12 +273,17 @@ class SharedFrontier:
             fresh = self._restamper(rescore)([QUEUE] * len(records), records)
             args, at = [], 0
             for host, n in hosts:
-                args += [host, n, *[x for pair in zip(records[at:at + n], fresh[at:at + n], strict=True) for x in pair]]
+                # a re-scored record differs from the stale one in its header alone: the key names
+                # the record in Redis, which puts the new header on it
+                args += [host, n, *[x for old, new in zip(records[at:at + n], fresh[at:at + n], strict=True)
+                                    for x in (old[:KEY], new[:FLAG])]]
                 at += n
             self._defer("SWAP_MANY", *args)
+            # the biggest write of a worker: Redis replaces the records while this process goes on
+            self.writes.send_ahead()
             self.rescored += len(records)
         # a pass that found nothing stale in these hosts goes on with the next ones
-        return len(records) or (int(scanned) if self._rescore_cursor else 0)
+        return len(records) or (int(scanned) if self._rescore_cursor or self._rescore_skip else 0)
 
     # --- a held host --------------------------------------------------------------------------
     def requeue(self, host: str, entry: Entry) -> None:

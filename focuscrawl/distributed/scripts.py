@@ -38,6 +38,8 @@ from focuscrawl.distributed.seen import SEEN_ADD
 
 #: the order key and seq of a record (frontier/records.py KEY): what orders hosts in ``ready``
 KEY_BYTES = 12
+#: a record's header, all a re-scoring changes (frontier/records.py FLAG: order key, seq, version)
+HEAD_BYTES = 16
 
 _COMMON = """
 local P = ARGV[1]
@@ -250,35 +252,59 @@ redis.call('HSET', P .. 'leaserec', h, ARGV[5])
 return 1
 """
 
-#: ARGV: P, CURSOR, COUNT, TOP, VERSION -> {CURSOR, HOSTS SCANNED, NEWEST VERSION, HOST, {RECORD...},
-#: ...}: an HSCAN step over the crawl's hosts and, for each host with any, the records among its TOP
-#: best scored under a version older than VERSION (the background re-scoring's; NEWEST VERSION: the
-#: newest a record carried, -1 if none). Fresh records never leave Redis.
+#: ARGV: P, CURSOR, SKIP, COUNT, DEPTH, VERSION, WANT -> {CURSOR, SKIP, HOSTS SCANNED, NEWEST
+#: VERSION, HOST, {RECORD...}, ...}: an HSCAN step over the crawl's hosts (its first SKIP hosts
+#: left out) and, for each host with any, the records among its DEPTH best scored under a version
+#: older than VERSION, best first (the background re-scoring's; NEWEST VERSION: the newest a record
+#: carried, -1 if none). It stops once WANT stale records are found (the last host gives its best
+#: ones) or 8 WANT records were read; the CURSOR and SKIP returned go on from there (the same step,
+#: past the hosts read, when it stopped inside one; at the last host, when it gave only its best
+#: stale records). Fresh records never leave Redis.
 STALE_TOPS = _COMMON + """
-local page = redis.call('HSCAN', P .. 'state', ARGV[2], 'COUNT', tonumber(ARGV[3]))
+local page = redis.call('HSCAN', P .. 'state', ARGV[2], 'COUNT', tonumber(ARGV[4]))
 local items = page[2]
-local top, version = tonumber(ARGV[4]), tonumber(ARGV[5])
-local out = {page[1], #items / 2, -1}
-local newest = -1
-for i = 1, #items, 2 do
+local skip = tonumber(ARGV[3])
+local depth, version, want = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local out = {page[1], 0, 0, -1}
+local newest, found, read, scanned = -1, 0, 0, 0
+local capped = false  -- the last host read had more stale records than were taken
+for i = 2 * skip + 1, #items, 2 do
+  if found >= want or read >= 8 * want then break end
   local h = items[i]
   local stale = {}
-  for _, rec in ipairs(redis.call('ZRANGE', P .. 'q:' .. h, 0, top - 1)) do
+  local recs = redis.call('ZRANGE', P .. 'q:' .. h, 0, depth - 1)
+  read = read + #recs
+  scanned = scanned + 1
+  for _, rec in ipairs(recs) do
     local v = version_of(rec)
     if v > newest then newest = v end
-    if v < version then stale[#stale + 1] = rec end
+    if v < version then
+      if found < want then
+        stale[#stale + 1] = rec
+        found = found + 1
+      else
+        capped = true
+      end
+    end
   end
   if #stale > 0 then
     out[#out + 1] = h
     out[#out + 1] = stale
   end
 end
-out[3] = newest
+if capped or 2 * (skip + scanned) < #items then
+  -- stopped inside the step: this step again, from the host whose stale records were not all taken
+  out[1], out[2] = ARGV[2], skip + scanned - (capped and 1 or 0)
+end
+out[3], out[4] = scanned, newest
 return out
 """
 
-#: ARGV: P, then for each host: HOST, N, OLD_1, NEW_1, ... OLD_N, NEW_N -> records replaced: SWAP
-#: (token '') of several hosts in one call
+#: ARGV: P, then for each host: HOST, N, KEY_1, HEAD_1, ... KEY_N, HEAD_N -> records replaced: SWAP
+#: (token '') of several hosts in one call, each record named by its KEY (order key and seq: unique
+#: in the crawl) and given its new HEAD (order key, seq, version: ``records.FLAG`` bytes), its URL
+#: and blob kept as they are in Redis: a re-scoring sends 28 bytes a record, not the record twice.
+#: A record no longer queued (another worker re-scored or popped it meanwhile) is left alone.
 SWAP_MANY = _COMMON + """
 local i = 2
 local n = 0
@@ -288,8 +314,12 @@ while i <= #ARGV do
   local q = P .. 'q:' .. h
   local here = 0
   for j = i + 2, i + 2 * pairs_, 2 do
-    if redis.call('ZREM', q, ARGV[j]) == 1 then
-      redis.call('ZADD', q, 0, ARGV[j + 1])
+    local key = ARGV[j]
+    -- the first record at or after KEY is the one named, if it is still queued
+    local rec = redis.call('ZRANGEBYLEX', q, '[' .. key, '+', 'LIMIT', 0, 1)[1]
+    if rec and string.sub(rec, 1, K) == key then
+      redis.call('ZREM', q, rec)
+      redis.call('ZADD', q, 0, ARGV[j + 1] .. string.sub(rec, %(head)d + 1))
       here = here + 1
     end
   end
@@ -302,7 +332,7 @@ while i <= #ARGV do
   n = n + here
 end
 return n
-"""
+""" % {"head": HEAD_BYTES}
 
 #: ARGV: P, HOST, TOKEN, WORKER, RECORD -> the lease's record in flight put back in the queue (a
 #: request held back, or sent to robots.txt first); the host stays held. -1: not TOKEN's lease.
@@ -469,5 +499,5 @@ end
 return n
 """
 
-__all__ = ["BEST_SOON", "DONE", "DROP", "DROP_HOST", "HEARTBEAT", "KEY_BYTES", "PEEK", "POP", "PUSH", "REAP", "REFRESH",
-           "RELEASE", "REQUEUE", "STALE_TOPS", "SWAP", "SWAP_MANY"]
+__all__ = ["BEST_SOON", "DONE", "DROP", "DROP_HOST", "HEAD_BYTES", "HEARTBEAT", "KEY_BYTES", "PEEK", "POP",
+           "PUSH", "REAP", "REFRESH", "RELEASE", "REQUEUE", "STALE_TOPS", "SWAP", "SWAP_MANY"]

@@ -209,6 +209,8 @@ class RedisSeenSet:
         if self.writes.withdraw(handle):
             hi, lo = _halves(fp)
             return (self._state, self._base, MIN_LEVEL, self.load, hi, lo)
+        if not reply:  # sent ahead, not answered yet: whether it was new decides the push
+            self.writes.flush()
         return bool(reply[0]) if reply else None
 
     @classmethod
