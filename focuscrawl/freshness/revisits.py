@@ -244,6 +244,16 @@ class RevisitPlan:
             self._handed_out[slot] = now
         return taken
 
+    def handed_out(self, url: str, at: float) -> bool:
+        """`url` was handed out for a revisit at `at` (by another process's `take_due`, replayed):
+        not due again until its visit is recorded, a newer change is hinted, or another interval
+        passes. False if it is not tracked."""
+        slot = self._slots.get(url)
+        if slot is None:
+            return False
+        self._handed_out[slot] = max(float(self._handed_out[slot]), at)
+        return True
+
     def value(self, url: str, now: float) -> float:
         """What a revisit of `url` at `now` is worth, in the units of a relevant page found (the
         link learner's reward): its weight times the chance that it changed since the last visit,
