@@ -188,6 +188,8 @@ class SharedPlanKeeper:
             self.writes.defer(("EVALSHA", self.writes.scripts.shas["REVISITS_RESIGN"], 1, self.leader_key,
                                self.worker))
             self.leader = False
+            if self.stats is not None:
+                self.stats.set_value("focus/revisits/shared/held", 0)
             logger.info("shared crawl: the revisit plan given up (%d pages, %d events folded while held)",
                         len(self.revisits), self.folded)
         self.writes.flush()
