@@ -116,3 +116,25 @@ def test_a_holder_that_closes_gives_the_plan_up_at_once(crawl):
     a.keeper.report(events.visit("http://a.test/", 200, revisit=False, text_hash="h", at=1000.0))
     a.keeper.close()
     assert b.hold(0.0) and "http://a.test/" in b.revisits.plan  # no wait for the lease to run out
+
+
+def test_a_revisit_in_flight_at_a_worker_gone_is_due_again(crawl, redis_server):
+    clock, worker = crawl
+    a, b = worker("a"), worker("b")
+    workers = a.keeper.workers_key
+    with redis_server.client() as client:
+        client.zadd(workers, {"a": 1e12, "b": 1e12})  # their heartbeats
+        assert a.hold(0.0)
+        a.keeper.report(events.visit("http://a.test/", 200, revisit=False, text_hash="h", at=1000.0))
+        a.hold(1.0)
+        assert a.hold(2.0)
+        clock.t = 9000.0
+        [(url, _, _)] = a.revisits.due_requests(3.0, 0, False, build)
+        a.keeper.handed_out([url], a.revisits.taken_at)
+        b.keeper.released(3.0, url)  # b popped it, and is fetching it
+        a.hold(4.0)
+        assert url in a.revisits.queued  # b is alive: it will tell
+        client.zrem(workers, "b")  # b killed: its heartbeat stopped, it was reaped
+        a.hold(5.0)
+        a.hold(6.0)
+    assert url not in a.revisits.queued and a.keeper.lost == 1

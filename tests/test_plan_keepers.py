@@ -66,7 +66,8 @@ def test_the_local_keeper_applies_each_event_at_once_and_always_holds_the_plan()
     assert keeper.keeps_state and keeper.hold(0.0) and keeper.pages() == 0
     keeper.report(events.visit("http://a.test/", 200, revisit=False, text_hash="h", at=1000.0))
     assert keeper.pages() == 1
-    keeper.released(1.0, revisit=True)
+    keeper.released(1.0, "http://a.test/")
+    keeper.released(1.0, None)
     assert plan.released == 1
 
 

@@ -147,7 +147,8 @@ class SharedBackend:
     def released(self, host: str, url: str, resume_request: Request | None) -> None:
         self.released_here += 1
         self.crawl.count_release()
-        self.frontier.fetching(host, url)
+        if resume_request is not None:  # a revisit is not work: the revisit plan's holder plans it again
+            self.frontier.fetching(host, url)
         self.crawl.expect_free(host)
 
     def forget(self, url: str) -> None:

@@ -59,9 +59,12 @@ SNAPSHOT_SECONDS = 5.0
 READ_COUNT = 1_000
 #: entries the stream keeps at most, about, when no holder trims it (none alive for long)
 MAX_ENTRIES = 1_000_000
+#: a revisit queued this long (seconds) and never released is presumed lost (its record pruned
+#: from a full frontier, or its release never told: the worker died at once): due again
+LOST_AFTER = 600.0
 
-#: KEYS: leader, pages; ARGV: WORKER, TTL_MS, PAGES ('' unless the caller holds the plan) ->
-#: {2 taken now, 1 renewed, 0 another worker's; the pages in the crawl's plan}
+#: KEYS: leader, pages, workers; ARGV: WORKER, TTL_MS, PAGES ('' unless the caller holds the plan)
+#: -> {2 taken now, 1 renewed, 0 another worker's; the pages in the crawl's plan; the live workers}
 LEAD = """
 local holder = redis.call('GET', KEYS[1])
 local status = 0
@@ -73,7 +76,7 @@ elseif not holder then
   status = 2
 end
 if status == 1 and ARGV[3] ~= '' then redis.call('SET', KEYS[2], ARGV[3]) end
-return {status, tonumber(redis.call('GET', KEYS[2]) or '0')}
+return {status, tonumber(redis.call('GET', KEYS[2]) or '0'), redis.call('ZRANGE', KEYS[3], 0, -1)}
 """
 
 #: KEYS: leader, snapshot, pages, stream; ARGV: WORKER, SNAPSHOT, PAGES, STREAM_ID -> 1 written,
@@ -120,6 +123,7 @@ class SharedPlanKeeper:
         self.pages_key = keys("revisits", "pages")
         self.snapshot_key = keys("revisits", "snapshot")
         self.stream = keys("revisits", "events")
+        self.workers_key = keys("workers")  # the live workers (``frontier.py``: their heartbeats)
         scripts = writes.scripts
         for name, source in (("REVISITS_LEAD", LEAD), ("REVISITS_SNAPSHOT", SNAPSHOT), ("REVISITS_RESIGN", RESIGN)):
             if name not in scripts.shas:
@@ -134,6 +138,12 @@ class SharedPlanKeeper:
         self._read: list = []  # stream entries read, not folded yet
         self._reading = False
         self._last_id = b"0-0"  # the last entry folded into the plan
+        # the holder's view of its revisits queued: released, by which worker (until they leave its
+        # downloader), and handed out, when (until released)
+        self._in_flight: dict[str, str] = {}
+        self._handed: dict[str, float] = {}
+        self._live: set[str] | None = None  # the crawl's live workers, as last read
+        self.lost = 0  # revisits presumed lost (their worker died), due again
         self._next_sync = -math.inf
         self._next_snapshot = -math.inf
 
@@ -141,9 +151,11 @@ class SharedPlanKeeper:
     def report(self, event: tuple) -> None:
         self._events.append(event)
 
-    def released(self, now: float, revisit: bool) -> None:
-        if revisit:
-            self.report(events.released())
+    def released(self, now: float, revisit: str | None) -> None:
+        if revisit is not None:
+            # at once (with the worker's next command): the holder must know where the revisit is
+            # should this worker die with it
+            self._add([events.released(revisit, self.worker)])
 
     def handed_out(self, urls: list[str], at: float) -> None:
         # in the stream before the pushes that follow it (writes are sent in order)
@@ -207,16 +219,20 @@ class SharedPlanKeeper:
         if self._events:
             self._add(self._events)
             self._events = []
-        pages = str(len(self.revisits)) if self.leader else ""
-        self.writes.defer(("EVALSHA", self.writes.scripts.shas["REVISITS_LEAD"], 2, self.leader_key, self.pages_key,
-                           self.worker, self.lease_ms, pages), lambda reply, sent=now: self._leased(reply, sent))
         if self.leader and not self._reading:
+            # before the lease's script, which reads the live workers: a worker whose events are
+            # read was alive and registered when they were sent
             self._reading = True
             self.writes.defer(("XRANGE", self.stream, b"(" + self._last_id, "+", "COUNT", READ_COUNT), self._got)
+        pages = str(len(self.revisits)) if self.leader else ""
+        self.writes.defer(("EVALSHA", self.writes.scripts.shas["REVISITS_LEAD"], 3, self.leader_key, self.pages_key,
+                           self.workers_key, self.worker, self.lease_ms, pages),
+                          lambda reply, sent=now: self._leased(reply, sent))
 
     def _leased(self, reply, sent: float) -> None:
-        status, pages = (int(x) for x in reply)
+        status, pages, live = int(reply[0]), int(reply[1]), reply[2]
         self._pages = pages
+        self._live = {w.decode() if isinstance(w, bytes) else str(w) for w in live or ()}
         if status == 0:
             if self.leader:
                 self._step_down("another worker holds its lease")
@@ -241,9 +257,45 @@ class SharedPlanKeeper:
                 logger.warning("shared crawl: revisit events %s unreadable (%s), skipped", self._last_id, exc)
                 continue
             for event in batch:
+                self._track(event)
                 events.apply(self.revisits, event)
             self.folded += len(batch)
             self._count("events", len(batch))
+        self._presume_lost()
+
+    def _track(self, event) -> None:
+        """Where each revisit queued is: handed out (in the frontier), released (at a worker)."""
+        kind = event[0]
+        if kind == events.HANDED:
+            self._handed[event[1]] = event[2]
+        elif kind == events.RELEASED and len(event) > 2 and event[1]:
+            self._handed.pop(event[1], None)
+            self._in_flight[event[1]] = event[2]
+        elif kind in (events.VISIT, events.LEFT, events.DROPPED):
+            self._handed.pop(event[1], None)
+            self._in_flight.pop(event[1], None)
+
+    def _presume_lost(self) -> None:
+        """Revisits no worker will tell of again leave the queued ones (``Revisits.left``): due
+        again at their next interval. Those in flight at a worker gone (killed: its heartbeat
+        stopped), and those handed out ``LOST_AFTER`` ago and never released."""
+        queued = self.revisits.queued
+        lost = []
+        if self._live is not None:
+            lost += [url for url, worker in self._in_flight.items() if worker not in self._live]
+        oldest = self.revisits.clock() - LOST_AFTER
+        lost += [url for url, at in self._handed.items() if at < oldest]
+        for url in lost:
+            self._in_flight.pop(url, None)
+            self._handed.pop(url, None)
+            if url in queued:
+                self.revisits.left(url)
+                self.lost += 1
+                self._count("lost")
+        # what the plan no longer queues (forgotten, visited while this view missed it) is let go
+        for held in (self._in_flight, self._handed):
+            for url in [url for url in held if url not in queued]:
+                del held[url]
 
     def _take_over(self, sent: float) -> None:
         """This worker holds the plan now: the last snapshot, and every entry since it."""
@@ -258,6 +310,8 @@ class SharedPlanKeeper:
                              "events kept", exc)
         self.revisits.take_up(snapshot["revisits"] if snapshot else None)
         self._last_id = snapshot["stream_id"] if snapshot else b"0-0"
+        self._in_flight = dict(snapshot.get("in_flight", {})) if snapshot else {}
+        self._handed = dict(snapshot.get("handed", {})) if snapshot else {}
         self._read, self._reading = [], False
         replayed = 0
         while True:
@@ -287,8 +341,8 @@ class SharedPlanKeeper:
 
     def _snapshot(self, now: float) -> None:
         self._next_snapshot = now + self.snapshot_every
-        blob = pickle.dumps({"revisits": self.revisits.snapshot(), "stream_id": self._last_id},
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        blob = pickle.dumps({"revisits": self.revisits.snapshot(), "stream_id": self._last_id,
+                             "in_flight": self._in_flight, "handed": self._handed}, protocol=pickle.HIGHEST_PROTOCOL)
         self.writes.defer(("EVALSHA", self.writes.scripts.shas["REVISITS_SNAPSHOT"], 4, self.leader_key,
                            self.snapshot_key, self.pages_key, self.stream, self.worker, blob, len(self.revisits),
                            self._last_id), self._snapshot_written)

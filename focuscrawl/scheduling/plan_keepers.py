@@ -49,7 +49,7 @@ def hint(url: str, changed_at: float | None = None, changefreq: str | None = Non
 
 
 def left(url: str) -> tuple:
-    """A revisit left the downloader (``Revisits.left``)."""
+    """A revisit left the downloader, fetched or failed (``Revisits.left``)."""
     return (LEFT, url)
 
 
@@ -58,9 +58,10 @@ def dropped(url: str) -> tuple:
     return (DROPPED, url)
 
 
-def released() -> tuple:
-    """A revisit released by a scheduler (``Revisits.revisit_released``)."""
-    return (RELEASED,)
+def released(url: str = "", worker: str = "") -> tuple:
+    """A revisit of ``url`` released by a scheduler (``Revisits.revisit_released``), of ``worker``
+    when several share the crawl (in flight there until it leaves the downloader)."""
+    return (RELEASED, url, worker)
 
 
 def handed(url: str, at: float) -> tuple:
@@ -92,7 +93,7 @@ def apply(revisits: Revisits, event) -> None:
 
 class PlanKeeper(Protocol):
     """Where the plan lives. ``report(event)``: an event for the plan; ``released(now, revisit)``:
-    this process released a request (``revisit``: a revisit); ``hold(now)``: whether this process
+    this process released a request (``revisit``: the page's URL when it is a revisit, else None); ``hold(now)``: whether this process
     holds the plan now (the plan is then up to date, and due revisits are this process's to hand
     out); ``handed_out(urls, at)``: the holder queued revisits of ``urls`` (told before they are
     queued); ``pages()``: the pages in the crawl's plan, as known here; ``next_due(now)``: when
@@ -102,7 +103,7 @@ class PlanKeeper(Protocol):
     keeps_state: bool
 
     def report(self, event: tuple) -> None: ...
-    def released(self, now: float, revisit: bool) -> None: ...
+    def released(self, now: float, revisit: str | None) -> None: ...
     def hold(self, now: float) -> bool: ...
     def handed_out(self, urls: list[str], at: float) -> None: ...
     def pages(self) -> int: ...
@@ -121,8 +122,8 @@ class LocalKeeper:
     def report(self, event: tuple) -> None:
         apply(self.revisits, event)
 
-    def released(self, now: float, revisit: bool) -> None:
-        self.revisits.released_one(now, revisit)
+    def released(self, now: float, revisit: str | None) -> None:
+        self.revisits.released_one(now, revisit is not None)
 
     def hold(self, now: float) -> bool:
         return True

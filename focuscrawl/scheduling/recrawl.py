@@ -80,7 +80,8 @@ class Recrawl:
 
     def released(self, host: str, request: Request, entry: Entry | None, now: float) -> None:
         if not request.meta.get(M.ROBOTS_FOR):
-            self.keeper.released(now, revisit=request.meta.get(M.REVISIT) is not None)
+            revisit = request.meta.get(M.REVISIT) is not None
+            self.keeper.released(now, canonicalize(page_url(request)) if revisit else None)
 
     def next_due(self, now: float) -> float | None:
         return self.keeper.next_due(now)
