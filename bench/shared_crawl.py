@@ -18,7 +18,8 @@ counted requests over the seconds from the first to the last), relevant pages fo
 labels, one page per alias), the politeness audit (``focuscrawl.politeness.audit``: gaps under
 the host's delay, two connections to one host, disallowed paths, robots.txt not first), pages
 answered 200 more than once, and from Redis the leases reaped and the pages queued again; from the
-workers' feeds, relevant pages exported more than once across workers.
+workers' feeds, relevant pages exported more than once across workers; from their logs, the round
+trips to Redis a page request (the workers that finished).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -91,7 +93,20 @@ def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, w
     stats = {k.decode(): int(v) for k, v in client.hgetall(f"focus:{{{CRAWL_ID}}}:stats").items()}
     records = read_log(log)
     return {"records": records, "stats": stats, "killed_at": killed_at,
-            "exported": exported(workdir, max(1, workers))}
+            "exported": exported(workdir, max(1, workers)), "round_trips": round_trips(workdir, max(1, workers))}
+
+
+def round_trips(workdir: Path, workers: int) -> tuple[int, int]:
+    """(round trips to Redis, page requests) of the workers that finished, from the line each logs
+    at its close (``shared crawl: N round trips to Redis, M page requests counted``)."""
+    trips = requests = 0
+    for i in range(workers):
+        path = workdir / f"w{i}" / "crawl.log"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        found = re.search(r"shared crawl: (\d+) round trips to Redis, (\d+) page requests", text)
+        if found:
+            trips, requests = trips + int(found.group(1)), requests + int(found.group(2))
+    return trips, requests
 
 
 def exported(workdir: Path, workers: int) -> Counter:
@@ -108,6 +123,7 @@ def exported(workdir: Path, workers: int) -> Counter:
 
 
 def figures(result: dict, relevance: Relevance, budget: int, delay: float) -> dict:
+    trips, trip_requests = result["round_trips"]
     records = result["records"]
     counted = [r for r in records if r.get("path") != "/robots.txt"]
     counted.sort(key=lambda r: r["t_start"])
@@ -123,6 +139,7 @@ def figures(result: dict, relevance: Relevance, budget: int, delay: float) -> di
             "fetched_twice": twice, "leases_reaped": result["stats"].get("leases_reaped", 0),
             "work_requeued": result["stats"].get("work_requeued", 0),
             "exported_twice": sum(n - 1 for n in result["exported"].values() if n > 1),
+            "round_trips_a_request": trips / trip_requests if trip_requests else 0.0,
             "killed_at": result["killed_at"]}
 
 
@@ -158,7 +175,7 @@ def main() -> int:
         finally:
             server.stop()
     keys = ["requests", "pages_per_s", "relevant", "gap", "concurrency", "disallowed", "robots_not_first",
-            "fetched_twice", "leases_reaped", "work_requeued", "exported_twice"]
+            "fetched_twice", "leases_reaped", "work_requeued", "exported_twice", "round_trips_a_request"]
     print(f"\nWebKB, topic {opts.topic}, budget {opts.budget}, DOWNLOAD_DELAY {opts.delay}, "
           f"{opts.runs} run(s) each{f', worker 0 killed at {opts.kill:.0%}' if opts.kill else ''} (mean; min-max)\n")
     print(markdown_table("workers", results, keys))

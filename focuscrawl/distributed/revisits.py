@@ -17,7 +17,8 @@ one worker at a time holds it, and the others tell it what they see:
   gone out of the downloader or refused) to a Redis stream, ``revisits:events``, one entry of a
   JSON list each ``SYNC_SECONDS``. The holder reads the entries since its last reading in the same
   way. A revisit handed out is an event too, added to the stream before the revisit is pushed.
-- **a snapshot**: every ``SNAPSHOT_SECONDS`` the holder writes its plan (pickled), the revisits it
+- **a snapshot**: every ``SNAPSHOT_SECONDS`` (less often for a plan whose pickling would take
+  more than ``SNAPSHOT_SHARE`` of the holder's time) the holder writes its plan (pickled), the revisits it
   has queued and the id of the last entry folded into it (``revisits:snapshot``), and trims the
   stream before that id: a script that does so only while the lease is its own. A worker that takes
   the lease up (the holder stopped, or was killed) loads the snapshot and folds the entries since
@@ -55,6 +56,10 @@ logger = logging.getLogger(__name__)
 SYNC_SECONDS = 1.0
 #: how often the holder writes its snapshot (seconds): what a new holder replays at most
 SNAPSHOT_SECONDS = 5.0
+#: the share of the holder's time its snapshots may take, at most: a large plan is written less
+#: often than SNAPSHOT_SECONDS (pickling 100,000 pages takes seconds on a loaded machine), and a
+#: new holder replays more events instead
+SNAPSHOT_SHARE = 0.05
 #: entries read from the stream at once (the rest at the next sync, which comes at once)
 READ_COUNT = 1_000
 #: entries the stream keeps at most, about, when no holder trims it (none alive for long)
@@ -340,9 +345,10 @@ class SharedPlanKeeper:
         logger.warning("shared crawl: this worker no longer holds the revisit plan (%s)", why)
 
     def _snapshot(self, now: float) -> None:
-        self._next_snapshot = now + self.snapshot_every
+        started = time.perf_counter()
         blob = pickle.dumps({"revisits": self.revisits.snapshot(), "stream_id": self._last_id,
                              "in_flight": self._in_flight, "handed": self._handed}, protocol=pickle.HIGHEST_PROTOCOL)
+        self._next_snapshot = now + max(self.snapshot_every, (time.perf_counter() - started) / SNAPSHOT_SHARE)
         self.writes.defer(("EVALSHA", self.writes.scripts.shas["REVISITS_SNAPSHOT"], 4, self.leader_key,
                            self.snapshot_key, self.pages_key, self.stream, self.worker, blob, len(self.revisits),
                            self._last_id), self._snapshot_written)
