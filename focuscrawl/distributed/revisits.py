@@ -31,7 +31,8 @@ sends anyway (a pop), so the plan costs no round trip of its own. The pages in t
 (``revisits:pages``, set by the holder with each renewal, read back by every worker) keep each
 worker's crawl open while there are pages to keep fresh.
 
-Times in the events are the workers' wall clocks: the plan compares them with each other and
+The snapshot is pickled, as a queued request that cannot be packed is: the crawl's Redis is
+trusted as its JOBDIR is. Times in the events are the workers' wall clocks: the plan compares them with each other and
 with Last-Modified dates, as a crawl of its own does (keep the workers' clocks synchronised).
 """
 
