@@ -126,3 +126,19 @@ def test_a_dropped_revisit_leaves_the_plan():
     [(url, _, _)] = plan.due_requests(1.0, 0, False, build)
     apply(plan, wire(events.dropped(url)))
     assert len(plan) == 0
+
+
+def test_a_revisit_that_left_the_downloader_is_not_handed_out_again_before_its_visit_is_told():
+    """The visit is told after the spider parsed the page (from another process: a sync later);
+    meanwhile the page must not look due because its interval passed since it was handed out."""
+    clock = Clock()
+    plan = revisits(clock)
+    plan.record("http://a.test/", 200, revisit=False, text_hash="h")
+    clock.t = 5000.0
+    [(url, _, _)] = plan.due_requests(1.0, 0, False, build)
+    clock.t = 5000.0 + 10 * plan.plan.interval(url)  # it waited at its host for ten intervals
+    apply(plan, wire(events.left(url, at=clock.t)))
+    clock.t += 1.0
+    assert plan.due_requests(2.0, 0, False, build) == []
+    apply(plan, wire(events.visit(url, 304, revisit=True, at=clock.t)))
+    assert plan.plan.explain(url, clock.t).startswith("revisit every")

@@ -48,9 +48,9 @@ def hint(url: str, changed_at: float | None = None, changefreq: str | None = Non
     return (HINT, url, changed_at, changefreq, at)
 
 
-def left(url: str) -> tuple:
-    """A revisit left the downloader, fetched or failed (``Revisits.left``)."""
-    return (LEFT, url)
+def left(url: str, at: float | None = None) -> tuple:
+    """A revisit left the downloader, fetched or failed, at ``at`` (``Revisits.left``)."""
+    return (LEFT, url, at)
 
 
 def dropped(url: str) -> tuple:
@@ -80,7 +80,7 @@ def apply(revisits: Revisits, event) -> None:
         _, url, changed_at, changefreq, at = event
         revisits.hint(url, changed_at, changefreq, at=at)
     elif kind == LEFT:
-        revisits.left(event[1])
+        revisits.left(event[1], event[2] if len(event) > 2 else None)
     elif kind == DROPPED:
         revisits.dropped(event[1])
     elif kind == RELEASED:

@@ -108,7 +108,7 @@ class Recrawl:
 
     def request_left(self, request, spider=None) -> None:
         if request.meta.get(M.REVISIT) is not None:
-            self.keeper.report(events.left(canonicalize(page_url(request))))
+            self.keeper.report(events.left(canonicalize(page_url(request)), at=self.revisits.clock()))
 
     def request_refused(self, request, reason, spider=None) -> None:
         """A queued revisit the scheduler will not release (robots.txt, the exclusion list) leaves

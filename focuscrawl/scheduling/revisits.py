@@ -266,10 +266,13 @@ class Revisits:
             return None
         return now_monotonic + max(0.0, due - self.clock())
 
-    def left(self, url: str) -> None:
-        """A revisit left the downloader: no longer queued. Not due again until its visit is
-        recorded, or another interval passed (it failed)."""
+    def left(self, url: str, at: float | None = None) -> None:
+        """A revisit left the downloader ``at`` (None: now): no longer queued. Not due again until
+        its visit is recorded, or another interval passed from then (it failed): its visit, told
+        a moment later (after the spider's parsing; from another process, a second or two), finds
+        the page not handed out again meanwhile."""
         self.queued.discard(url)
+        self.plan.handed_out(url, self.clock() if at is None else at)
 
     def dropped(self, url: str) -> None:
         """A queued revisit will not be fetched (refused by robots.txt or the exclusion list)."""
