@@ -56,7 +56,8 @@ def shared_recrawl(demo_web, demo_files, demo_model, tmp_path_factory, redis_ser
     log = out / "server.jsonl"
     web = RecordedWeb.from_records(demo_web.records)
     changes = ChangingWeb(web, demo_web.relevant_urls(), seed=3, relevant_mix=FAST, other_mix=FAST)
-    extra = ["-s", "FOCUS_RECRAWL=1", "-s", "FOCUS_RECRAWL_SHARE=0.4", "-s", f"FOCUS_RECRAWL_MIN_INTERVAL={MIN_INTERVAL}",
+    extra = ["-s", "FOCUS_RECRAWL=1", "-s", "FOCUS_RECRAWL_SHARE=0.4",
+             "-s", f"FOCUS_RECRAWL_MIN_INTERVAL={MIN_INTERVAL}",
              "-s", "FOCUS_RECRAWL_REALLOCATE_SECONDS=0.5", "-s", f"FOCUS_BUDGET={BUDGET}",
              "-s", "FOCUS_WORKER_TIMEOUT=3", "-s", f"FOCUS_CRAWL_ID={CRAWL_ID}", "-s", "JOBDIR=job",
              "-s", "FOCUS_CRAWL_LOG=requests.jsonl"]

@@ -13,17 +13,20 @@ one worker at a time holds it, and the others tell it what they see:
   stalled past that waits for its next renewal's answer, and steps down if the lease has gone to
   another worker meanwhile.
 - **every worker** (the holder too) reports its events (``scheduling.plan_keepers``: a page
-  visited with its status, text hash, weight and validators, a change hinted, a revisit released,
-  gone out of the downloader or refused) to a Redis stream, ``revisits:events``, one entry of a
-  JSON list each ``SYNC_SECONDS``. The holder reads the entries since its last reading in the same
-  way. A revisit handed out is an event too, added to the stream before the revisit is pushed.
-- **a snapshot**: every ``SNAPSHOT_SECONDS`` (less often for a plan whose pickling would take
-  more than ``SNAPSHOT_SHARE`` of the holder's time) the holder writes its plan (pickled), the revisits it
-  has queued and the id of the last entry folded into it (``revisits:snapshot``), and trims the
-  stream before that id: a script that does so only while the lease is its own. A worker that takes
-  the lease up (the holder stopped, or was killed) loads the snapshot and folds the entries since
-  it, its own hand-outs included: a page handed out and not visited yet is not handed out again
-  for the same due time, and nothing reported is lost.
+  visited with its status, text hash, weight and validators, a change hinted, a revisit gone out
+  of the downloader or refused) to a Redis stream, ``revisits:events``, one entry of a JSON list
+  each ``SYNC_SECONDS``; a revisit it released at once, so that the holder knows where each is. The
+  holder reads the entries since its last reading as often. A revisit handed out is an event too,
+  added to the stream before the revisit is pushed. A revisit released by a worker whose heartbeat
+  stopped (``frontier.py``: a worker gone from ``workers``) is presumed lost: due again an
+  interval later (a revisit is not a worker's *work*, which the frontier would queue again).
+- **a snapshot**: every ``SNAPSHOT_SECONDS`` (less often for a plan whose pickling would take more
+  than ``SNAPSHOT_SHARE`` of the holder's time) the holder writes its plan (pickled), the revisits
+  it has queued and the id of the last entry folded into it (``revisits:snapshot``), and trims the
+  stream before that id: a script that does so only while the lease is its own. A worker that
+  takes the lease up (the holder stopped, or was killed) loads the snapshot and folds the entries
+  since it, its own hand-outs included: a page handed out and not visited yet is not handed out
+  again for the same due time, and nothing reported is lost.
 
 Every command but a take-over's reads rides on the worker's other traffic (``batch.WriteBehind``):
 the lease, the events, the reading and the snapshot are sent with the next command the worker
@@ -32,8 +35,9 @@ sends anyway (a pop), so the plan costs no round trip of its own. The pages in t
 worker's crawl open while there are pages to keep fresh.
 
 The snapshot is pickled, as a queued request that cannot be packed is: the crawl's Redis is
-trusted as its JOBDIR is. Times in the events are the workers' wall clocks: the plan compares them with each other and
-with Last-Modified dates, as a crawl of its own does (keep the workers' clocks synchronised).
+trusted as its JOBDIR is. Times in the events are the workers' wall clocks: the plan compares them
+with each other and with Last-Modified dates, as a crawl of its own does (keep the workers' clocks
+synchronised).
 """
 
 from __future__ import annotations

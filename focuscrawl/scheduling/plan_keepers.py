@@ -92,13 +92,19 @@ def apply(revisits: Revisits, event) -> None:
 
 
 class PlanKeeper(Protocol):
-    """Where the plan lives. ``report(event)``: an event for the plan; ``released(now, revisit)``:
-    this process released a request (``revisit``: the page's URL when it is a revisit, else None); ``hold(now)``: whether this process
-    holds the plan now (the plan is then up to date, and due revisits are this process's to hand
-    out); ``handed_out(urls, at)``: the holder queued revisits of ``urls`` (told before they are
-    queued); ``pages()``: the pages in the crawl's plan, as known here; ``next_due(now)``: when
-    ``hold`` should be asked again (the monotonic clock, None: nothing planned); ``keeps_state``:
-    the plan is this process's, which its JOBDIR keeps; ``close()``: the crawl ends."""
+    """Where the plan lives.
+
+    - ``report(event)``: an event for the plan;
+    - ``released(now, revisit)``: this process released a request (``revisit``: the page's URL
+      when it is a revisit, else None);
+    - ``hold(now)``: whether this process holds the plan now (the plan is then up to date, and due
+      revisits are this process's to hand out);
+    - ``handed_out(urls, at)``: the holder queued revisits of ``urls`` (told before they are queued);
+    - ``pages()``: the pages in the crawl's plan, as known here;
+    - ``next_due(now)``: when ``hold`` should be asked again (the monotonic clock; None: nothing
+      planned);
+    - ``keeps_state``: the plan is this process's, which its JOBDIR keeps;
+    - ``close()``: the crawl ends."""
 
     keeps_state: bool
 
