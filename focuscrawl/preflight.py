@@ -121,7 +121,7 @@ def check_release_policies(pre: Preflight) -> None:
 
 def check_backend(pre: Preflight) -> None:
     """The crawl's backend (FOCUS_BACKEND, ``focuscrawl.backends``) loads and accepts the settings
-    (a shared frontier cannot keep a continuous crawl's revisit plan, for one)."""
+    (the shared one needs FOCUS_FRONTIER_URL, for one)."""
     from focuscrawl.backends import backend_class
     from focuscrawl.extras import MissingExtra
 

@@ -9,7 +9,7 @@ from scrapy import Request
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
-from focuscrawl.backends import BackendUnavailable, CrawlBackend, backend_class
+from focuscrawl.backends import CrawlBackend, backend_class
 from focuscrawl.backends.local import LocalBackend
 from focuscrawl.config import LOCAL_BACKEND, SHARED_BACKEND, ConfigError, FocusConfig
 from focuscrawl.frontier import Entry
@@ -194,20 +194,47 @@ def test_a_damaged_worker_state_starts_afresh(tmp_path, caplog):
     assert part.value is None and "starts afresh" in caplog.text
 
 
-@pytest.mark.parametrize("name", ["LocalBackend", "SharedBackend"])
-def test_a_continuous_crawl_is_refused_only_where_it_cannot_work(name):
+def test_a_continuous_crawl_is_accepted_by_both_backends():
     config = FocusConfig(recrawl=True, frontier_url="redis://127.0.0.1:1/0")
-    cls = backend_class(FocusConfig(backend=f"focuscrawl.backends.{name.removesuffix('Backend').lower()}.{name}"))
-    if name == "LocalBackend":
+    for name in ("LocalBackend", "SharedBackend"):
+        cls = backend_class(FocusConfig(backend=f"focuscrawl.backends.{name.removesuffix('Backend').lower()}.{name}"))
         cls.check(config)
-    else:
-        with pytest.raises(ConfigError, match="FOCUS_RECRAWL does not work with a shared frontier"):
-            cls.check(config)
-        with pytest.raises(ConfigError, match="needs FOCUS_FRONTIER_URL"):
-            cls.check(FocusConfig())
-        with pytest.raises(BackendUnavailable, match="FOCUS_RECRAWL"):
-            cls.from_crawler(get_crawler(settings_dict={"FOCUS_RECRAWL": True,
-                                                        "FOCUS_FRONTIER_URL": "redis://127.0.0.1:1/0"}))
+
+
+def test_a_shared_backend_without_a_revisit_keeper_is_refused_a_continuous_crawl():
+    from focuscrawl.scheduling.recrawl import plan_keeper
+
+    class Shared:
+        shared = True
+
+    with pytest.raises(ConfigError, match="has no revisit_keeper"):
+        plan_keeper(Shared(), _revisits())
+
+
+def _revisits():
+    from focuscrawl.freshness import RevisitPlan
+    from focuscrawl.scheduling.revisits import Revisits
+
+    return Revisits(RevisitPlan(min_interval=1.0), 0.5)
+
+
+def test_the_revisit_plan_is_kept_where_the_backend_says(settings):
+    from focuscrawl.scheduling import plan_keepers as events
+
+    crawl = Crawl(settings)
+    revisits = _revisits()
+    keeper = crawl.backend.revisit_keeper(revisits)
+    assert keeper.keeps_state == (not crawl.backend.shared)  # a shared crawl's plan is not the worker's
+    keeper.report(events.visit("http://a.test/", 200, revisit=False, text_hash="h", weight=0.9, at=1.0))
+    now, held = 100.0, False
+    for _ in range(5):  # a shared crawl's worker takes the plan up at a sync, its commands answered later
+        if (held := keeper.hold(now)):
+            break
+        crawl.backend.frontier.flush()
+        now += 2.0
+    assert held and keeper.pages() == 1 and "http://a.test/" in revisits.plan
+    keeper.close()
+    crawl.close()
 
 
 def test_duplicate_indexes_and_a_crawl_joined_again(settings):

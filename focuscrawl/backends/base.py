@@ -57,6 +57,10 @@ class CrawlBackend(Protocol):
     def continues(cls, config: FocusConfig, stored_settings: Mapping[str, Any]) -> bool:
         """Whether a crawl stored with ``stored_settings`` is the one this process joins again."""
 
+    # An optional door, for a continuous crawl (FOCUS_RECRAWL): ``revisit_keeper(revisits)``, where
+    # the revisit plan lives (``focuscrawl.scheduling.plan_keepers.PlanKeeper``). Without it the plan
+    # is this process's, which a shared backend refuses (each process would keep a plan of its own).
+
     # --- lifecycle ------------------------------------------------------------------------------
     def bind(self, gate: HostGate, admission, kept: Iterable[Stateful]) -> None:
         """The scheduler's parts whose state is the crawl's too: the gate (hosts' timing and

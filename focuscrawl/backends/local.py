@@ -19,7 +19,9 @@ from focuscrawl.politeness.gate import HostGate
 from focuscrawl.request_codec import RequestCodec
 from focuscrawl.scheduling.load import runnable_time
 from focuscrawl.scheduling.persistence import Persistence, Stateful
+from focuscrawl.scheduling.plan_keepers import LocalKeeper
 from focuscrawl.scheduling.requests import RequestSerializer
+from focuscrawl.scheduling.revisits import Revisits
 from focuscrawl.urls import canonicalize
 
 logger = logging.getLogger(__name__)
@@ -64,6 +66,10 @@ class LocalBackend:
     @classmethod
     def continues(cls, config: FocusConfig, stored_settings: Mapping[str, Any]) -> bool:
         return False  # a crawl of its own resumes by its JOBDIR, not by its settings
+
+    def revisit_keeper(self, revisits: Revisits) -> LocalKeeper:
+        """A continuous crawl's plan lives here, with the JOBDIR snapshot."""
+        return LocalKeeper(revisits)
 
     # --- lifecycle ------------------------------------------------------------------------------
     def bind(self, gate: HostGate, admission, kept: Iterable[Stateful]) -> None:

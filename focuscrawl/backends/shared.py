@@ -7,7 +7,8 @@ A worker keeps nothing of the crawl's state locally: started again, it takes its
 Redis. With JOBDIR it keeps there what is its own (``worker_state``: the URL aliases it learned,
 the hosts it renders), besides the spider's state and its store; what those parts concluded (a
 host's URL alias rules, its need of a browser) it gives to the other workers and takes up theirs
-(``distributed.conclusions``).
+(``distributed.conclusions``). A continuous crawl's revisit plan is the crawl's too: one worker at a
+time holds it, the others' events reach it (``revisit_keeper``, ``distributed.revisits``).
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from focuscrawl.distributed.conclusions import SharedConclusions
 from focuscrawl.distributed.connection import Keys, RedisUnavailable, connect, reactor_wait
 from focuscrawl.distributed.crawl import SharedCrawl
 from focuscrawl.distributed.exclusion import SharedExclusionList
+from focuscrawl.distributed.revisits import SharedPlanKeeper
 from focuscrawl.extras import MissingExtra
 from focuscrawl.frontier import Entry
 from focuscrawl.politeness.gate import HostGate
 from focuscrawl.scheduling.load import runnable_time
 from focuscrawl.scheduling.requests import RequestSerializer
+from focuscrawl.scheduling.revisits import Revisits
 from focuscrawl.urls import canonicalize
 
 if TYPE_CHECKING:
@@ -42,9 +45,10 @@ logger = logging.getLogger(__name__)
 class SharedBackend:
     shared: ClassVar[bool] = True
 
-    def __init__(self, config: FocusConfig, crawl: SharedCrawl):
+    def __init__(self, config: FocusConfig, crawl: SharedCrawl, stats=None):
         self.config = config
         self.crawl = crawl
+        self.stats = stats
         self.frontier = crawl.frontier
         self.seen = crawl.seen
         # always the crawl's list: a worker without a file takes up the one another worker's file gave
@@ -54,6 +58,7 @@ class SharedBackend:
         self.worker_state: WorkerState | None = None  # with JOBDIR, once bound
         self.conclusions: SharedConclusions | None = None  # once bound
         self._gate: HostGate | None = None
+        self._revisits: SharedPlanKeeper | None = None  # a continuous crawl's, once asked for
 
     @classmethod
     def from_crawler(cls, crawler, config: FocusConfig | None = None, serializer: RequestSerializer | None = None):
@@ -72,16 +77,13 @@ class SharedBackend:
             logger.info("JOBDIR %s keeps this worker's own state (spider, store, learned URL aliases, hosts "
                         "rendered); the crawl's frontier, seen set, budget and learner live in Redis (%s)",
                         config.jobdir, config.frontier_url)
-        return cls(config, crawl)
+        return cls(config, crawl, crawler.stats)
 
     # --- the settings it accepts, and the parts that live with it -----------------------------
     @classmethod
     def check(cls, config: FocusConfig) -> None:
         if not config.frontier_url:
             raise ConfigError(f"FOCUS_BACKEND={config.backend_path} needs FOCUS_FRONTIER_URL=redis://HOST:PORT/DB")
-        if config.recrawl:
-            raise ConfigError("FOCUS_RECRAWL does not work with a shared frontier (FOCUS_FRONTIER_URL) yet: the "
-                              "revisit plan lives in one process; drop one of them")
 
     @classmethod
     def duplicate_indexes(cls, config: FocusConfig, **parameters) -> tuple[Any, Any]:
@@ -96,6 +98,14 @@ class SharedBackend:
         """Same Redis, same FOCUS_CRAWL_ID: a worker killed and started again takes its part up."""
         return (stored_settings.get("FOCUS_FRONTIER_URL") == config.frontier_url
                 and stored_settings.get("FOCUS_CRAWL_ID", DEFAULTS.crawl_id) == config.crawl_id)
+
+    def revisit_keeper(self, revisits: Revisits) -> SharedPlanKeeper:
+        """A continuous crawl's plan, the crawl's: held by one worker at a time, which every
+        worker's events reach (``distributed.revisits``)."""
+        self._revisits = SharedPlanKeeper(self.crawl.frontier.writes, self.crawl.keys, self.crawl.worker, revisits,
+                                          lease_seconds=self.config.worker_timeout,
+                                          crawl_released=self.crawl_released, stats=self.stats)
+        return self._revisits
 
     # --- lifecycle ------------------------------------------------------------------------------
     def bind(self, gate: HostGate, admission, kept: Iterable[Stateful]) -> None:
@@ -126,6 +136,8 @@ class SharedBackend:
             self.worker_state.save()
         if self.conclusions is not None:
             self.conclusions.close()
+        if self._revisits is not None:
+            self._revisits.close()
         self.crawl.close(learner)
 
     # --- events ---------------------------------------------------------------------------------
@@ -135,7 +147,8 @@ class SharedBackend:
     def released(self, host: str, url: str, resume_request: Request | None) -> None:
         self.released_here += 1
         self.crawl.count_release()
-        self.frontier.fetching(host, url)
+        if resume_request is not None:  # a revisit is not work: the revisit plan's holder plans it again
+            self.frontier.fetching(host, url)
         self.crawl.expect_free(host)
 
     def forget(self, url: str) -> None:

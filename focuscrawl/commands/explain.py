@@ -6,7 +6,9 @@ Two sources answer, whichever the crawl left behind:
   dequeue and the features that made it (``extra`` = {"priority", "why"}, written by the spider);
 - the JOBDIR frontier checkpoint (``focus-frontier.pickle``), for a URL still waiting: its
   priority as stored, its priority and top features if the checkpointed learner scored it now,
-  its rank in the frontier and what its host has yielded so far.
+  its rank in the frontier and what its host has yielded so far;
+- a continuous crawl's revisit plan (FOCUS_RECRAWL), for a page kept fresh: from the checkpoint,
+  or, for a shared crawl (FOCUS_FRONTIER_URL, FOCUS_CRAWL_ID), from the snapshot in its Redis.
 
 A URL matches a stored page by its requested or final URL, as given or canonicalised.
 """
@@ -109,7 +111,12 @@ class Command(FocusCommand):
 
         fetched = self._from_store(store_path, args, top) if has_store else {url: [] for url in args}
         waiting = self._from_checkpoint(checkpoint_path, args, top) if has_checkpoint else {url: None for url in args}
-        revisits = self._from_revisit_plan(checkpoint_path, args) if has_checkpoint else {url: None for url in args}
+        if config.frontier_url and config.recrawl:  # a shared crawl's plan is the crawl's, in its Redis
+            revisits = self._from_shared_revisit_plan(config, args)
+        elif has_checkpoint:
+            revisits = self._from_revisit_plan(checkpoint_path, args)
+        else:
+            revisits = {url: None for url in args}
 
         missing = 0
         where = " nor ".join(filter(None, [f"the crawl store {store_path}" if has_store else "",
@@ -211,6 +218,25 @@ class Command(FocusCommand):
         """What a continuous crawl's revisit plan (FOCUS_RECRAWL) knows and intends for each URL:
         its change rate, interval, weight, last visit, next revisit."""
         revisits = load_checkpoint(path).state.get("revisits")
+        if revisits is None:
+            return {url: None for url in urls}
+        now = time.time()
+        return {url: revisits.plan.explain(canonicalize(url), now) for url in urls}
+
+    @staticmethod
+    def _from_shared_revisit_plan(config, urls: list[str]) -> dict[str, str | None]:
+        """The same, from a shared crawl's Redis (FOCUS_FRONTIER_URL, FOCUS_CRAWL_ID): the plan as
+        its holder last wrote its snapshot (a few seconds old at most while the crawl runs)."""
+        from focuscrawl.distributed.connection import Keys, RedisUnavailable, connect
+        from focuscrawl.distributed.revisits import read_shared_plan
+        from focuscrawl.extras import MissingExtra
+
+        try:
+            revisits = read_shared_plan(connect(config.frontier_url), Keys(config.crawl_id))
+        except (RedisUnavailable, MissingExtra) as exc:
+            raise CommandError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - a snapshot this version cannot read: one line
+            raise CommandError(f"the shared crawl's revisit plan cannot be read ({exc})") from None
         if revisits is None:
             return {url: None for url in urls}
         now = time.time()

@@ -244,6 +244,14 @@ class RevisitPlan:
             self._handed_out[slot] = now
         return taken
 
+    def handed_out(self, url: str, at: float) -> bool:
+        """`url` handed out at `at` (another process's `take_due`, replayed): not due again until
+        `take_due` would hand it out again. False if it is not tracked."""
+        slot = self._slots.get(url)
+        if slot is not None:
+            self._handed_out[slot] = max(float(self._handed_out[slot]), at)
+        return slot is not None
+
     def value(self, url: str, now: float) -> float:
         """What a revisit of `url` at `now` is worth, in the units of a relevant page found (the
         link learner's reward): its weight times the chance that it changed since the last visit,
@@ -395,23 +403,9 @@ class RevisitPlan:
         return hinted, scheduled
 
     def _describe(self, slot: int, now: float) -> str:
-        return "; ".join((self._timing(slot, now), self._rate_text(slot), f"weight {self._weight[slot]:.2f}"))
-
-    def _timing(self, slot: int, now: float) -> str:
-        last_visit = float(self._last_visit[slot])
-        known = float(self._known_change[slot])
-        interval = float(self._interval[slot])
-        if known > self._handed_out[slot]:
-            return f"changed {_ago(now - known)} (hinted), after the last visit {_ago(now - last_visit)}"
-        handed_out = float(self._handed_out[slot])
-        if handed_out > last_visit:
-            return f"revisit sent {_ago(now - handed_out)}, every {_span(interval)}; last visit {_ago(now - last_visit)}"
-        if math.isfinite(interval):
-            return (f"revisit every {_span(interval)}: last visit {_ago(now - last_visit)}, "
-                    f"{(now - last_visit) / interval:.1f} intervals")
-        if math.isfinite(self._multiplier):
-            return f"not revisited (weight per change rate below the plan's cut-off); last visit {_ago(now - last_visit)}"
-        return f"no revisits planned yet; last visit {_ago(now - last_visit)}"
+        timing = _timing(float(self._last_visit[slot]), float(self._known_change[slot]),
+                         float(self._handed_out[slot]), float(self._interval[slot]), self._multiplier, now)
+        return "; ".join((timing, self._rate_text(slot), f"weight {self._weight[slot]:.2f}"))
 
     def _rate_text(self, slot: int) -> str:
         rate = float(self._rate[slot])
@@ -422,6 +416,21 @@ class RevisitPlan:
         if not math.isnan(self._own_prior[slot]):
             return f"{every} (sitemap changefreq)"
         return f"{every} (the crawl's pages)"
+
+
+def _timing(last_visit: float, known: float, handed_out: float, interval: float, multiplier: float,
+            now: float) -> str:
+    """A page's revisit timing for people: its hinted change, the revisit on its way, its interval."""
+    if known > handed_out:
+        return f"changed {_ago(now - known)} (hinted), after the last visit {_ago(now - last_visit)}"
+    if handed_out > last_visit:
+        return f"revisit sent {_ago(now - handed_out)}, every {_span(interval)}; last visit {_ago(now - last_visit)}"
+    if math.isfinite(interval):
+        return (f"revisit every {_span(interval)}: last visit {_ago(now - last_visit)}, "
+                f"{(now - last_visit) / interval:.1f} intervals")
+    if math.isfinite(multiplier):
+        return f"not revisited (weight per change rate below the plan's cut-off); last visit {_ago(now - last_visit)}"
+    return f"no revisits planned yet; last visit {_ago(now - last_visit)}"
 
 
 def _span(seconds: float) -> str:

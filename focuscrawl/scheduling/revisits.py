@@ -67,6 +67,12 @@ class RequestRate:
     def released(self, now: float) -> None:
         self._times.append(now)
 
+    def released_between(self, since: float, now: float, n: int) -> None:
+        """``n`` requests released after ``since`` and by ``now``, counted together: spread evenly."""
+        n = min(n, self._times.maxlen or n)
+        step = (now - since) / n if n else 0.0
+        self._times.extend(now - step * (n - 1 - k) for k in range(n))
+
     def per_second(self, now: float) -> float:
         if len(self._times) < 2:
             return 0.0
@@ -98,17 +104,45 @@ class Revisits:
         self.counted_from: int | None = None  # requests released when the first page was tracked
         self._kept: dict[str, Kept] = {}  # page -> what the crawl has of it
         self._reallocated_at = -math.inf
+        self._crawl_count = 0  # the crawl's requests, as last read (``crawl_released``), and when
+        self._crawl_read_at: float | None = None
+        self.taken_at = 0.0  # when ``due_requests`` last handed pages out (the wall clock)
 
     def __getstate__(self):
         # a resumed crawl's frontier no longer holds the revisits this one had queued
         state = dict(self.__dict__)
-        state.update(queued=set(), rate=RequestRate(), stats=None, clock=None, _reallocated_at=-math.inf)
+        state.update(queued=set(), rate=RequestRate(), stats=None, clock=None, _reallocated_at=-math.inf,
+                     _crawl_read_at=None)
         return state
+
+    def __setstate__(self, state):
+        state.setdefault("_crawl_count", 0)  # a checkpoint written before they were kept
+        state.setdefault("_crawl_read_at", None)
+        state.setdefault("taken_at", 0.0)
+        self.__dict__.update(state)
 
     def adopt(self, restored: Revisits) -> None:
         """Take a checkpoint's plan and page hashes over (JOBDIR resume)."""
         self.plan, self._kept = restored.plan, restored._kept
         self.released, self.counted_from = restored.released, restored.counted_from
+
+    def snapshot(self) -> dict:
+        """What another process needs to go on with this plan (a shared crawl's next holder of
+        it): unlike a JOBDIR checkpoint, the revisits queued too, since the crawl's frontier
+        outlives this process and still holds them."""
+        return {"plan": self.plan, "kept": self._kept, "released": self.released,
+                "counted_from": self.counted_from, "queued": set(self.queued)}
+
+    def take_up(self, snapshot: dict | None) -> None:
+        """Go on from ``snapshot`` (``snapshot()``'s), or from nothing (None: an empty plan)."""
+        if snapshot is None:
+            self.plan = RevisitPlan(min_interval=self.plan.min_interval, fade_below=self.plan.fade_below)
+            self._kept, self.released, self.counted_from, self.queued = {}, 0, None, set()
+        else:
+            self.plan, self._kept = snapshot["plan"], snapshot["kept"]
+            self.released, self.counted_from = snapshot["released"], snapshot["counted_from"]
+            self.queued = set(snapshot["queued"])
+        self._reallocated_at = -math.inf
 
     def __len__(self) -> int:
         return len(self.plan)
@@ -116,11 +150,12 @@ class Revisits:
     # --- the spider's reports -----------------------------------------------------------------------
     def record(self, url: str, status: int, *, revisit: bool, text_hash: str = "", weight: float | None = None,
                etag: str | None = None, last_modified: str | None = None, released: int = 0, depth: int = 0,
-               kind: str = "page") -> bool | None:
+               kind: str = "page", at: float | None = None) -> bool | None:
         """A visit of ``url`` (canonical): its first fetch (``revisit`` False) or a revisit;
-        ``kind``: "page", "feed" or "sitemap" (what the spider parses it as). Returns whether a
-        revisit found the page changed (None for a first visit or a page gone)."""
-        now = self.clock()
+        ``kind``: "page", "feed" or "sitemap" (what the spider parses it as); ``at``: when (the
+        wall clock; None: now). Returns whether a revisit found the page changed (None for a
+        first visit or a page gone)."""
+        now = self.clock() if at is None else at
         self.queued.discard(url)
         if revisit and (status in (404, 410) or 300 <= status < 400 and status != 304):
             self.plan.forget(url)  # gone, or moved: its new address is a page of its own
@@ -150,9 +185,11 @@ class Revisits:
             self._count("not_modified")
         return changed
 
-    def hint(self, url: str, changed_at: float | None = None, changefreq: str | None = None) -> bool:
-        """A feed entry or a sitemap speaks of ``url`` (canonical): True when it makes a tracked page due."""
-        due = self.plan.hint(url, self.clock(), changed_at=changed_at, changefreq=changefreq)
+    def hint(self, url: str, changed_at: float | None = None, changefreq: str | None = None,
+             at: float | None = None) -> bool:
+        """A feed entry or a sitemap speaks of ``url`` (canonical), ``at`` (None: now): True when
+        it makes a tracked page due."""
+        due = self.plan.hint(url, self.clock() if at is None else at, changed_at=changed_at, changefreq=changefreq)
         if due:
             self._count("hinted")
         return due
@@ -163,6 +200,27 @@ class Revisits:
         if revisit:
             self.released += 1
 
+    def crawl_released(self, now_monotonic: float, total: int) -> None:
+        """The crawl's requests so far, ``total``, read at ``now_monotonic``: the request rate the
+        revisit rate is a share of, when other processes release requests too (their revisits
+        are counted by ``revisit_released``)."""
+        if total > self._crawl_count:
+            if self._crawl_read_at is not None:  # the first reading: a count, no rate yet
+                self.rate.released_between(self._crawl_read_at, now_monotonic, total - self._crawl_count)
+            self._crawl_count = total
+        self._crawl_read_at = now_monotonic
+
+    def revisit_released(self) -> None:
+        """A revisit left a scheduler (this process's or another's)."""
+        self.released += 1
+
+    def handed_out(self, url: str, at: float) -> None:
+        """A revisit of ``url`` was queued at ``at`` (``due_requests`` of the plan's holder,
+        replayed by its next one): queued until its visit, its leaving the downloader or its
+        refusal is told."""
+        if self.plan.handed_out(url, at):
+            self.queued.add(url)
+
     def due_requests(self, now_monotonic: float, released: int, discovery_left: bool,
                      make_request) -> list[tuple[str, Request, float]]:
         """The revisits to queue now: as many due pages as the share allows (``released``: the
@@ -172,7 +230,7 @@ class Revisits:
         priority in the frontier)."""
         if not len(self.plan):
             return []
-        now = self.clock()
+        now = self.taken_at = self.clock()
         if now - self._reallocated_at >= self.reallocate_every:
             self._reallocate(now_monotonic, discovery_left)
             self._reallocated_at = now
@@ -208,10 +266,13 @@ class Revisits:
             return None
         return now_monotonic + max(0.0, due - self.clock())
 
-    def left(self, url: str) -> None:
-        """A revisit left the downloader: no longer queued. Not due again until its visit is
-        recorded, or another interval passed (it failed)."""
+    def left(self, url: str, at: float | None = None) -> None:
+        """A revisit left the downloader ``at`` (None: now): no longer queued. Not due again until
+        its visit is recorded, or another interval passed from then (it failed): its visit, told
+        a moment later (after the spider's parsing; from another process, a second or two), finds
+        the page not handed out again meanwhile."""
         self.queued.discard(url)
+        self.plan.handed_out(url, self.clock() if at is None else at)
 
     def dropped(self, url: str) -> None:
         """A queued revisit will not be fetched (refused by robots.txt or the exclusion list)."""
