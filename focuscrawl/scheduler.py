@@ -139,6 +139,7 @@ class FocusScheduler:
         sig.connect(self._on_item_done, signal=signals.item_scraped)
         sig.connect(self._on_item_done, signal=signals.item_dropped)
         sig.connect(self._on_item_done, signal=focus_signals.page_stored)
+        sig.connect(self._on_listing_read, signal=focus_signals.listing_read)
         sig.connect(self._on_spider_idle, signal=signals.spider_idle)
         self.downloader.take_over_delays()
         self.learner_feedback.open(spider)
@@ -386,6 +387,10 @@ class FocusScheduler:
         """The page's item has been through the pipelines, or the page is in the store: done for a
         resume (its links were queued before it), never to be fetched again."""
         self._done(item)
+
+    def _on_listing_read(self, request, response, spider=None, **kwargs):
+        """A sitemap or feed makes no item: done once its entries are queued."""
+        self.backend.done([request.url, response.url])
 
     def _done(self, item) -> None:
         self.backend.done([u for u in (getattr(item, "url", None), getattr(item, "final_url", None)) if u])

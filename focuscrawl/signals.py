@@ -27,6 +27,11 @@ crawl_opened = object()
 #: be given it again, whatever happens to the item after the store.
 page_stored = object()
 
+#: A sitemap or feed was read to its end, its entries handed to the scheduler. Args: request,
+#: response. It makes no item, so this is when a resumed crawl need not fetch it again, nor a
+#: shared crawl's worker be given it again after a kill.
+listing_read = object()
+
 #: A page, feed or sitemap was fetched, for the revisit plan (FOCUS_RECRAWL). Args: request,
 #: response, url (canonical, of the response), kind ("page", "feed" or "sitemap"), text_hash (of
 #: the text or body; "" when there is none), weight (the page's relevance probability; None for

@@ -165,3 +165,33 @@ def test_an_application_shell_is_rendered_instead_of_stored_empty(demo_model):
     (render,) = list(spider.parse(response))
     assert isinstance(render, Request) and render.url == "http://a.test/app" and render.dont_filter
     assert render.meta["focus_render"].startswith("app shell: empty #root") and render.meta["focus_render_plain"] == [0, 0]
+
+
+SITEMAP = b"""<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<url><loc>http://a.test/one.html</loc></url><url><loc>http://a.test/two.html</loc></url>
+</urlset>"""
+
+FEED = b"""<?xml version="1.0"?><rss version="2.0"><channel><title>News</title>
+<item><title>Comets</title><link>http://a.test/comets.html</link></item></channel></rss>"""
+
+
+@pytest.mark.parametrize("kind, body, wanted", [
+    ("sitemap", SITEMAP, 2), ("feed", FEED, 1), ("sitemap", b"not a sitemap at all", 0)])
+def test_a_listing_is_read_once_its_every_request_is_out(demo_model, kind, body, wanted):
+    """A sitemap or feed makes no item: the spider says it was read (``listing_read``, what makes
+    it done for a resume or a shared crawl's worker) after its last request went out, and for one
+    it could not read too (nothing of it is left to do)."""
+    crawler = get_crawler(FocusedSpider, {"FOCUS_MODEL": str(demo_model)})
+    crawler._apply_settings()
+    spider = FocusedSpider.from_crawler(crawler, seeds="http://a.test/")
+    events = []
+    crawler.signals.connect(lambda request, response, **kw: events.append(("read", response.url)),
+                            signal=focus_signals.listing_read, weak=False)
+    make = spider.sitemap_request if kind == "sitemap" else lambda url: spider.feed_request(url, "http://a.test/")
+    request = make(f"http://a.test/{kind}.xml")
+    response = HtmlResponse(request.url, body=body, headers={"Content-Type": "application/xml"}, request=request)
+    for out in request.callback(response):
+        events.append(("request", out.url))
+    assert len([e for e in events if e[0] == "request"]) == wanted
+    assert events[-1] == ("read", request.url) and events.count(("read", request.url)) == 1

@@ -175,6 +175,10 @@ class FocusedSpider(scrapy.Spider):
         """URLs of a sitemap (or the sitemaps of a sitemap index) go to the frontier, valued by
         what their words say until the learner knows better; their lastmod and changefreq tell
         the revisit plan of the pages it keeps fresh (FOCUS_RECRAWL)."""
+        yield from self._sitemap_requests(response)
+        self._listing_read(response)
+
+    def _sitemap_requests(self, response):
         sitemap = self._read_listing(response, "sitemap", read_sitemap, SitemapError, self.sitemap_max_urls)
         if sitemap is None:
             return
@@ -201,6 +205,10 @@ class FocusedSpider(scrapy.Spider):
     def parse_feed(self, response):
         """A feed's entries: URLs never seen go to the frontier, valued by their title and summary;
         an entry updated since its page's last visit makes that page due (FOCUS_RECRAWL)."""
+        yield from self._feed_requests(response)
+        self._listing_read(response)
+
+    def _feed_requests(self, response):
         feed = self._read_listing(response, "feed", read_feed, FeedError, self.feed_max_entries)
         if feed is None:
             return
@@ -217,6 +225,12 @@ class FocusedSpider(scrapy.Spider):
                             link_score=round(float(link_score), 4))
             yield scrapy.Request(entry.url, callback=self.parse, errback=self.fetch_failed,
                                  meta=request_meta(link, depth))
+
+    def _listing_read(self, response) -> None:
+        """Every request of the listing has gone to the scheduler (the generator ran to its end):
+        the listing yields no item, so this is when it is done for a resume or a shared crawl."""
+        self.crawler.signals.send_catch_log(focus_signals.listing_read, request=response.request,
+                                            response=response)
 
     def _read_listing(self, response, kind: str, read, error: type[Exception], max_urls: int):
         """A sitemap's or feed's body read by ``read`` (``read_sitemap``, ``read_feed``); None when
