@@ -1,0 +1,61 @@
+"""Draw a few on-topic pages from a JSON-lines example set: the start of a user who has a handful
+of pages she likes and nothing else.
+
+    python bench/draw_examples.py SUITE/langdocs/examples.jsonl -o ten-text.jsonl --label text --count 10 --seed 0
+    python bench/draw_examples.py SUITE/tooldocs/examples.jsonl -o ten-testing.jsonl \
+           --label testing,testing+performance --count 10 --seed 0
+    scrapy train ten-text.jsonl --positive text -o DIR/ten-text.joblib   # on-topic pages alone
+
+The input is a web's training-host pages as the suite writes them (``bench/suite.py``'s
+``examples.jsonl``: one ``{"url", "title", "text", "label"}`` object a line). A page whose label
+is one of ``--label``'s is on topic; the pages are shuffled with ``--seed`` (Python's
+``random.Random``, as ``bench/webkb_examples.py`` draws WebKB's) and the first ``--count`` are
+written, each labelled with the first of ``--label``'s names, so ``scrapy train --positive`` takes
+that one name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+
+def draw(lines, labels: list[str], count: int, seed: int) -> list[dict]:
+    """The on-topic pages among ``lines`` (JSON objects, one a line), ``count`` of them drawn with
+    ``seed``, relabelled with ``labels[0]``."""
+    wanted = set(labels)
+    pages = [page for page in (json.loads(line) for line in lines if line.strip()) if page.get("label") in wanted]
+    random.Random(seed).shuffle(pages)
+    return [dict(page, label=labels[0]) for page in pages[:count]]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("examples", type=Path, help="a JSON-lines example set")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="the JSON-lines file to write")
+    parser.add_argument("--label", required=True, help="the on-topic label(s), comma-separated")
+    parser.add_argument("--count", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    labels = [label for label in args.label.split(",") if label]
+    try:
+        with args.examples.open(encoding="utf-8") as lines:
+            pages = draw(lines, labels, args.count, args.seed)
+    except (OSError, ValueError) as exc:
+        print(f"error: cannot read {args.examples}: {exc}", file=sys.stderr)
+        return 2
+    if not pages:
+        print(f"error: no page of {args.examples} is labelled {args.label}", file=sys.stderr)
+        return 2
+    with args.output.open("w", encoding="utf-8") as out:
+        for page in pages:
+            out.write(json.dumps(page) + "\n")
+    print(f"{len(pages)} example pages written to {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
