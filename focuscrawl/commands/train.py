@@ -118,7 +118,7 @@ class Command(FocusCommand):
         # A model without a link model keeps none when retrained: the crawl then learns its links'
         # words from every page it fetches, which a link model learned from the links to a few
         # dozen labelled pages does worse (docs/research.md, "Choosing the pages to label").
-        keep_links = not opts.no_link_model and (base is None or base.link_pipeline is not None)
+        keep_links = not opts.no_link_model and (base is None or base.learned_links)
         try:
             examples = load_examples(
                 args, labels_path=opts.labels,
@@ -132,7 +132,8 @@ class Command(FocusCommand):
                     positive = [ON_TOPIC]  # a store labelled only by people
                 else:
                     raise CommandError("no positive label: add --positive LABEL[,LABEL] (or --base MODEL)")
-            model, report = train_topic_model(examples, positive, cv_folds=folds, background=not opts.no_background)
+            model, report = train_topic_model(examples, positive, cv_folds=folds, background=not opts.no_background,
+                                              link_model=not opts.no_link_model)
         except (ExamplesError, TrainingError) as exc:
             raise CommandError(str(exc)) from None
 
@@ -306,6 +307,11 @@ def _print_off_topic(off_topic: dict) -> None:
 
 def _print_link_report(links: dict | None, examples, asked: bool = True, why: str = "--no-link-model") -> None:
     notes = getattr(examples, "link_notes", [])
+    if links is not None and links.get("kind") == "terms":
+        top = ", ".join(term for term, _ in links.get("top", [])[:8]) or "none weighs for the topic"
+        print(f"link reading: {links['terms']} words the on-topic examples' titles and URLs use more than "
+              f"the others' ({top}); the crawl learns its links' words too")
+        return
     if links is None:
         if asked:
             why = "; ".join(notes) if notes else "no labelled links: they are learned from WARC inputs and crawl stores"

@@ -35,6 +35,7 @@ import focuscrawl
 from focuscrawl.labelling.labels import ON_TOPIC
 from focuscrawl.learning.features import PART_OF_HIT
 from focuscrawl.relevance.linear import LinearScorer
+from focuscrawl.relevance.link_reading import LINK_READINGS, example_link, learn_link_reading
 from focuscrawl.relevance.links import train_link_model
 from focuscrawl.urls import url_tokens
 
@@ -119,8 +120,9 @@ class TopicModel:
         """The model carries a link model learned from its training web's links: the crawl's link
         learner then leaves the links' words to it (``LinkRewardLearner.use_link_model``). A link
         reading written from a user's words (``relevance.query``) knows only those words, so the
-        learner still learns the rest from the crawl's pages."""
-        return self.link_pipeline is not None and (self.metadata.get("links") or {}).get("kind") != "query"
+        learner still learns the rest from the crawl's pages; so does one learned from the example
+        pages' own titles and URLs (``relevance.link_reading``)."""
+        return self.link_pipeline is not None and (self.metadata.get("links") or {}).get("kind") not in LINK_READINGS
 
     @property
     def even_odds_score(self) -> float:
@@ -354,6 +356,10 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
     pipeline = build_pipeline(len(docs)).fit(docs, y)
     link_pipeline, link_report = (train_link_model(links, positive, cv_folds, random_state)
                                   if links and link_model else (None, None))
+    if link_pipeline is None and link_model:
+        # no training web's links: the examples read as the links that would lead to them
+        link_pipeline, reading = learn_link_reading([example_link(e.url, e.title) for e in examples], y)
+        link_report = reading if link_pipeline is not None or link_report is None else link_report
     report = {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "examples_per_class": per_class,
