@@ -75,28 +75,16 @@ def test_a_model_trained_from_example_pages_carries_the_reading_and_its_learner_
     thread, regex = model.score_links([("", "", "http://docs.test/cpp/thread/stop_token.html"),
                                        ("", "", "http://docs.test/cpp/regex/regex_search.html")])
     assert thread > 0.5 and regex == pytest.approx(0.5)
-    # the link's evidence is added to the page's (FOCUS_LINK_EVIDENCE); a link naming none adds none
-    assert model.with_link_evidence(0.5, thread) > 0.5 == pytest.approx(model.with_link_evidence(0.5, regex))
+    # it orders links, it does not judge the page a link leads to: its words are the training web's
+    assert not model.judges_by_links and model.with_link_evidence(0.3, thread) == 0.3
     assert train_topic_model(examples(), ["concurrency"], cv_folds=0, link_model=False)[0].link_pipeline is None
 
 
 def test_a_words_model_reads_links_with_the_same_reader():
     model = build_query_model("thread mutex", background_docs=["a page about text", "another about values"])
     assert isinstance(model.link_pipeline.named_steps["tfidf"].analyzer, LinkWords)
-    assert not model.learned_links
+    assert not model.learned_links and model.judges_by_links
     thread, none = model.score_links([("", "", "http://docs.test/cpp/thread/jthread.html"),
                                       ("", "", "http://docs.test/cpp/regex/regex_search.html")])
     assert thread == pytest.approx(0.5, abs=0.2) and none < thread
 
-
-def test_a_word_of_one_sites_on_topic_pages_only_is_not_the_topics_when_they_come_from_several():
-    links = [("Ann Lee", "", "http://a.test/people/grad/alee.html"),
-             ("Bo Wu", "", "http://a.test/people/grad/bwu.html"),
-             ("Cy Ng", "", "http://b.test/grad/cng/"),
-             ("Di Ho", "", "http://b.test/grad/dho/"),
-             ("Faculty", "", "http://a.test/people/faculty/"),
-             ("Courses", "", "http://b.test/courses/")]
-    terms = topical_terms(links, [1, 1, 1, 1, 0, 0])
-    assert "grad" in terms  # both sites' students
-    assert "people grad" not in terms  # a.test's URL scheme
-    assert set(topical_terms(links[:2] + links[4:], [1, 1, 0, 0])) >= {"grad", "people grad"}  # one site: its words

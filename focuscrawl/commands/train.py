@@ -307,15 +307,18 @@ def _print_off_topic(off_topic: dict) -> None:
 
 def _print_link_report(links: dict | None, examples, asked: bool = True, why: str = "--no-link-model") -> None:
     notes = getattr(examples, "link_notes", [])
-    if links is not None and links.get("kind") == "terms":
-        top = ", ".join(term for term, _ in links.get("top", [])[:8]) or "none weighs for the topic"
-        print(f"link reading: {links['terms']} words the on-topic examples' titles and URLs use more than "
-              f"the others' ({top}); the crawl learns its links' words too")
-        return
-    if links is None:
+    from focuscrawl.relevance.link_reading import LEARNED_READING
+
+    reading = links if links is not None and links.get("kind") == LEARNED_READING else None
+    if links is None or reading is not None:
         if asked:
             why = "; ".join(notes) if notes else "no labelled links: they are learned from WARC inputs and crawl stores"
-        print(f"link model: none ({why}); links are valued by the topic model")
+        if reading is not None and reading.get("terms"):
+            top = ", ".join(term for term, _ in reading.get("top", [])[:8])
+            print(f"link model: none ({why}); links are ordered by {reading['terms']} words the on-topic examples' "
+                  f"titles and URLs use more than the others' ({top}), and by what the crawl learns of its links")
+        else:
+            print(f"link model: none ({why}); links are valued by the topic model")
         return
     print(f"link model: {links['n_links']} labelled links, {links['n_positive']} to positive pages, "
           f"{links['n_missing']} to dead URLs (never recorded, or failed when crawled)")

@@ -12,15 +12,18 @@ log-odds). One reader, two ways to weigh its words:
 - learned from example pages (``learn_link_reading``): each example is read as the link that would
   lead to it, its title as the anchor and its own URL (a link's anchor is most often its target's
   title or a part of it); the vocabulary is the words that more of the on-topic examples' links
-  use than of the others' (a share, so the classes' sizes do not matter), at least
-  ``MIN_POSITIVE_LINKS`` of them (one page's own name is not the topic's) on at least
-  ``MIN_SITES`` sites (one site's names and URL scheme are not the topic's); a class-balanced
+  use than of the others' (a share, so the classes' sizes do not matter) and at least
+  ``MIN_POSITIVE_LINKS`` of them (one page's own name is not the topic's); a class-balanced
   logistic regression weighs them. Its even odds is a link naming none of them: no evidence either
   way (an example's title names far more than a link's anchor does, so the share of the examples'
-  links naming none, which the regression's intercept measures, is not a crawl's: kept, it counted
-  against every page reached by a person's name). Nothing is fitted to a web beyond the examples
-  themselves.
+  links naming none, which the regression's intercept measures, is not a crawl's). Nothing is
+  fitted to a web beyond the examples themselves.
 
+A learned reading orders the frontier (a link's ``link_score``, which the learner weighs and
+re-weighs by what the crawl finds) but does not judge the page a link leads to
+(``TopicModel.with_link_evidence``): its words are the training web's own (Boost's ``xpressive``
+for text, people's names on WebKB), so counted as evidence about a page they decide which pages
+count as found on a web that does not use them (docs/research.md, "One learner for every web").
 A crawl's learner still learns link words from the crawl's own pages beside either reading
 (``TopicModel.learned_links`` is false for both): the reading knows only the words of its
 examples or its query.
@@ -29,24 +32,23 @@ examples or its query.
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 
-from focuscrawl.urls import host_key, url_tokens
+from focuscrawl.urls import url_tokens
 
 #: the words the readers read: two characters or more, accents stripped, lower case
 TOKEN = re.compile(r"(?u)\b\w\w+\b")
 #: a learned word is one that at least this many on-topic examples' links use
 MIN_POSITIVE_LINKS = 2
-#: ...on at least this many sites, when the on-topic examples come from as many: a word of one
-#: site's pages only (its people's names, its URL scheme) is that site's, not the topic's
-MIN_SITES = 2
 #: the ``metadata["links"]["kind"]`` of a reading of the topic's words (not a link model)
 LINK_READINGS = ("query", "terms")
+#: the kind of a reading learned from example pages
+LEARNED_READING = "terms"
 #: the learned reading's regularisation, scikit-learn's default: the vocabulary is already chosen
 LEARNED_C = 1.0
 
@@ -83,25 +85,17 @@ def example_link(url: str, title: str) -> tuple[str, str, str]:
 
 def topical_terms(links, y) -> dict[str, float]:
     """The words more on-topic links use than others, as a share of each class (``y``: 1 on topic),
-    used by at least ``MIN_POSITIVE_LINKS`` on-topic links to at least two sites when the on-topic
-    links go to more than one: term -> log of the ratio of shares (add-one smoothed), largest
-    first."""
+    used by at least ``MIN_POSITIVE_LINKS`` on-topic links: term -> log of the ratio of shares
+    (add-one smoothed), largest first."""
     y = np.asarray(y, dtype=int)
     n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
     reader = LinkWords()
     on, off = Counter(), Counter()
-    sites: dict[str, set] = defaultdict(set)
     for link, label in zip(links, y):
-        terms = set(reader(link))
-        (on if label else off).update(terms)
-        if label:
-            site = host_key(link[2])
-            for term in terms:
-                sites[term].add(site)
-    min_sites = min(MIN_SITES, len({host_key(link[2]) for link, label in zip(links, y) if label}))
+        (on if label else off).update(set(reader(link)))
     ratio = {}
     for term, count in on.items():
-        if count < MIN_POSITIVE_LINKS or len(sites[term]) < min_sites:
+        if count < MIN_POSITIVE_LINKS:
             continue
         lift = ((count + 1) / (n_pos + 2)) / ((off.get(term, 0) + 1) / (n_neg + 2))
         if lift > 1.0:
@@ -118,7 +112,7 @@ def learn_link_reading(links, y) -> tuple[Pipeline | None, dict]:
         return None, {"kind": "terms", "terms": 0, "why": "one class only"}
     terms = topical_terms(links, y)
     if not terms:
-        return None, {"kind": "terms", "terms": 0, "why": f"no word that {MIN_POSITIVE_LINKS}+ on-topic links to {MIN_SITES}+ sites use more than others"}
+        return None, {"kind": "terms", "terms": 0, "why": f"no word that {MIN_POSITIVE_LINKS}+ on-topic links use more than others"}
     vocabulary = {term: i for i, term in enumerate(sorted(terms))}
     pipeline = Pipeline([
         ("tfidf", TfidfVectorizer(analyzer=LinkWords(vocabulary), vocabulary=vocabulary, sublinear_tf=True,
@@ -128,8 +122,7 @@ def learn_link_reading(links, y) -> tuple[Pipeline | None, dict]:
     pipeline.fit(list(links), y)
     # a link naming none of the words is no evidence either way: an example's title, read as its
     # anchor, names far more than a link's anchor does, so the examples' share of links naming none
-    # is not a crawl's (kept, it counted against every page reached by a person's name or a
-    # course number)
+    # is not a crawl's
     pipeline.named_steps["classifier"].intercept_[:] = 0.0
     coef = pipeline.named_steps["classifier"].coef_[0]
     weights = sorted(((float(coef[i]), term) for term, i in vocabulary.items()), reverse=True)
@@ -138,4 +131,4 @@ def learn_link_reading(links, y) -> tuple[Pipeline | None, dict]:
     return pipeline, report
 
 
-__all__ = ["LINK_READINGS", "LinkWords", "example_link", "learn_link_reading", "link_analyzer", "topical_terms"]
+__all__ = ["LEARNED_READING", "LINK_READINGS", "LinkWords", "example_link", "learn_link_reading", "link_analyzer", "topical_terms"]

@@ -35,7 +35,7 @@ import focuscrawl
 from focuscrawl.labelling.labels import ON_TOPIC
 from focuscrawl.learning.features import PART_OF_HIT
 from focuscrawl.relevance.linear import LinearScorer
-from focuscrawl.relevance.link_reading import LINK_READINGS, example_link, learn_link_reading
+from focuscrawl.relevance.link_reading import LEARNED_READING, LINK_READINGS, example_link, learn_link_reading
 from focuscrawl.relevance.links import train_link_model
 from focuscrawl.urls import url_tokens
 
@@ -125,6 +125,13 @@ class TopicModel:
         return self.link_pipeline is not None and (self.metadata.get("links") or {}).get("kind") not in LINK_READINGS
 
     @property
+    def judges_by_links(self) -> bool:
+        """A link's score is evidence about the page it leads to (``with_link_evidence``): a link
+        model's and a words model's, not a reading learned from example pages' titles and URLs,
+        whose words are the training web's own (``relevance.link_reading``)."""
+        return self.link_pipeline is not None and (self.metadata.get("links") or {}).get("kind") != LEARNED_READING
+
+    @property
     def even_odds_score(self) -> float:
         """The score at which a page is as likely on topic as not, at the base rate the model was
         trained on. The classifier is trained class-balanced, as if half of all pages were on
@@ -153,8 +160,8 @@ class TopicModel:
         the same recall (course 0.53 -> 0.65, student 0.70 -> 0.91), and it ranks a crawl's items
         better (see docs/research.md). Without a link model the link was scored by this same topic
         model, which would count one model twice: the page score is returned as it is, as it is for
-        seeds (no link) and ``weight`` 0."""
-        if link_score is None or weight <= 0 or self.link_pipeline is None:
+        seeds (no link), ``weight`` 0 and a reading learned from example pages (``judges_by_links``)."""
+        if link_score is None or weight <= 0 or not self.judges_by_links:
             return page_score
         return _sigmoid(_logit(page_score) + weight * _logit(float(link_score)))
 
