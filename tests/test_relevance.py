@@ -306,7 +306,7 @@ def test_link_evidence_adds_the_links_log_odds_to_the_pages(pages):
     (times the weight) is added to the page's; a neutral link (0.5) changes nothing, and without a
     link, a weight or a link model the page's score stands."""
     model, _ = train_topic_model(examples_of(pages[:4] + pages[12:]), ["course"], cv_folds=2)
-    model.link_pipeline, model.metadata["links"] = object(), {}  # a link model: only its presence matters here
+    model.link_pipeline = object()  # only its presence matters here
 
     def logit(p):
         return math.log(p / (1 - p))
@@ -319,8 +319,6 @@ def test_link_evidence_adds_the_links_log_odds_to_the_pages(pages):
     assert 0 < model.with_link_evidence(1.0, 0.0) < 1  # clipped: no infinite log-odds
     assert 0 <= model.with_link_evidence(0.01, 1e-9, weight=60) < 1e-300  # far past exp's range: no overflow
     assert model.with_link_evidence(0.7, None) == model.with_link_evidence(0.7, 0.9, weight=0) == 0.7
-    model.metadata["links"] = {"kind": "terms"}  # a reading of the examples' titles and URLs orders links only
-    assert model.with_link_evidence(0.7, 0.9) == 0.7
     model.link_pipeline = None  # links were read by this same model: not counted twice
     assert model.with_link_evidence(0.7, 0.9) == 0.7
 

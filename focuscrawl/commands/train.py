@@ -118,7 +118,7 @@ class Command(FocusCommand):
         # A model without a link model keeps none when retrained: the crawl then learns its links'
         # words from every page it fetches, which a link model learned from the links to a few
         # dozen labelled pages does worse (docs/research.md, "Choosing the pages to label").
-        keep_links = not opts.no_link_model and (base is None or base.learned_links)
+        keep_links = not opts.no_link_model and (base is None or base.link_pipeline is not None)
         try:
             examples = load_examples(
                 args, labels_path=opts.labels,
@@ -132,8 +132,7 @@ class Command(FocusCommand):
                     positive = [ON_TOPIC]  # a store labelled only by people
                 else:
                     raise CommandError("no positive label: add --positive LABEL[,LABEL] (or --base MODEL)")
-            model, report = train_topic_model(examples, positive, cv_folds=folds, background=not opts.no_background,
-                                              link_model=not opts.no_link_model)
+            model, report = train_topic_model(examples, positive, cv_folds=folds, background=not opts.no_background)
         except (ExamplesError, TrainingError) as exc:
             raise CommandError(str(exc)) from None
 
@@ -307,18 +306,10 @@ def _print_off_topic(off_topic: dict) -> None:
 
 def _print_link_report(links: dict | None, examples, asked: bool = True, why: str = "--no-link-model") -> None:
     notes = getattr(examples, "link_notes", [])
-    from focuscrawl.relevance.link_reading import LEARNED_READING
-
-    reading = links if links is not None and links.get("kind") == LEARNED_READING else None
-    if links is None or reading is not None:
+    if links is None:
         if asked:
             why = "; ".join(notes) if notes else "no labelled links: they are learned from WARC inputs and crawl stores"
-        if reading is not None and reading.get("terms"):
-            top = ", ".join(term for term, _ in reading.get("top", [])[:8])
-            print(f"link model: none ({why}); links are ordered by {reading['terms']} words the on-topic examples' "
-                  f"titles and URLs use more than the others' ({top}), and by what the crawl learns of its links")
-        else:
-            print(f"link model: none ({why}); links are valued by the topic model")
+        print(f"link model: none ({why}); links are valued by the topic model")
         return
     print(f"link model: {links['n_links']} labelled links, {links['n_positive']} to positive pages, "
           f"{links['n_missing']} to dead URLs (never recorded, or failed when crawled)")

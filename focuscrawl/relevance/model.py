@@ -35,7 +35,6 @@ import focuscrawl
 from focuscrawl.labelling.labels import ON_TOPIC
 from focuscrawl.learning.features import PART_OF_HIT
 from focuscrawl.relevance.linear import LinearScorer
-from focuscrawl.relevance.link_reading import LEARNED_READING, LINK_READINGS, example_link, learn_link_reading
 from focuscrawl.relevance.links import train_link_model
 from focuscrawl.urls import url_tokens
 
@@ -120,16 +119,8 @@ class TopicModel:
         """The model carries a link model learned from its training web's links: the crawl's link
         learner then leaves the links' words to it (``LinkRewardLearner.use_link_model``). A link
         reading written from a user's words (``relevance.query``) knows only those words, so the
-        learner still learns the rest from the crawl's pages; so does one learned from the example
-        pages' own titles and URLs (``relevance.link_reading``)."""
-        return self.link_pipeline is not None and (self.metadata.get("links") or {}).get("kind") not in LINK_READINGS
-
-    @property
-    def judges_by_links(self) -> bool:
-        """A link's score is evidence about the page it leads to (``with_link_evidence``): a link
-        model's and a words model's, not a reading learned from example pages' titles and URLs,
-        whose words are the training web's own (``relevance.link_reading``)."""
-        return self.link_pipeline is not None and (self.metadata.get("links") or {}).get("kind") != LEARNED_READING
+        learner still learns the rest from the crawl's pages."""
+        return self.link_pipeline is not None and (self.metadata.get("links") or {}).get("kind") != "query"
 
     @property
     def even_odds_score(self) -> float:
@@ -160,8 +151,8 @@ class TopicModel:
         the same recall (course 0.53 -> 0.65, student 0.70 -> 0.91), and it ranks a crawl's items
         better (see docs/research.md). Without a link model the link was scored by this same topic
         model, which would count one model twice: the page score is returned as it is, as it is for
-        seeds (no link), ``weight`` 0 and a reading learned from example pages (``judges_by_links``)."""
-        if link_score is None or weight <= 0 or not self.judges_by_links:
+        seeds (no link) and ``weight`` 0."""
+        if link_score is None or weight <= 0 or self.link_pipeline is None:
             return page_score
         return _sigmoid(_logit(page_score) + weight * _logit(float(link_score)))
 
@@ -363,10 +354,6 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
     pipeline = build_pipeline(len(docs)).fit(docs, y)
     link_pipeline, link_report = (train_link_model(links, positive, cv_folds, random_state)
                                   if links and link_model else (None, None))
-    if link_pipeline is None and link_model:
-        # no training web's links: the examples read as the links that would lead to them
-        link_pipeline, reading = learn_link_reading([example_link(e.url, e.title) for e in examples], y)
-        link_report = reading if link_pipeline is not None or link_report is None else link_report
     report = {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "examples_per_class": per_class,

@@ -29,6 +29,7 @@ says it once. It is a prior: a crawl grows a trained model from the pages it fin
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from datetime import datetime, timezone
 
@@ -40,8 +41,7 @@ from sklearn.pipeline import Pipeline
 
 import focuscrawl
 from focuscrawl.relevance.model import TopicModel, TrainingError, model_document
-from focuscrawl.relevance.link_reading import TOKEN as _TOKEN
-from focuscrawl.relevance.link_reading import LinkWords
+from focuscrawl.urls import url_tokens
 
 #: coverage at which a page is as likely on topic as not: half the query's weight
 EVEN_COVERAGE = 0.5
@@ -52,6 +52,8 @@ SLOPE = 6.0
 #: (its anchor, the text around it, its URL's), so naming one of the query's words is evidence
 #: that half the query is on a page; as a share of the query's weight, that of its average word
 EVEN_LINK_WORDS = 1.0
+#: a query needs at least one word of this many letters or more
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
 
 def query_terms(words: str) -> list[str]:
@@ -74,6 +76,24 @@ def _forms(word: str) -> set[str]:
         forms.add(word[:-1] + "ies" if word.endswith("y") and len(word) > 2 and word[-2] not in "aeiou" else
                   word + ("es" if word.endswith(("s", "x", "z", "ch", "sh")) else "s"))
     return forms
+
+
+class LinkWords:
+    """The query's vocabulary words a link ``(anchor, context, url)`` uses: its anchor's and
+    context's words, and its URL's path and query split into words (``cpp/regex/regex_match``,
+    ``CTEST_TEST_TIMEOUT``), each URL word counted once. A module-level class, so a model holding
+    one pickles."""
+
+    def __init__(self, vocabulary):
+        self.vocabulary = frozenset(vocabulary)
+        self.words = TfidfVectorizer(strip_accents="unicode", token_pattern=_TOKEN.pattern, ngram_range=(1, 2)).build_analyzer()
+
+    def __call__(self, link) -> list[str]:
+        anchor, context, url = link
+        found = [w for w in self.words(f"{anchor} {context}") if w in self.vocabulary]
+        path = " ".join(dict.fromkeys(url_tokens(url)))
+        found += [w for w in dict.fromkeys(self.words(path)) if w in self.vocabulary]
+        return found
 
 
 def build_query_model(words: str, background_docs: list[str] | None = None) -> TopicModel:
