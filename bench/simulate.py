@@ -69,7 +69,6 @@ from sklearn.metrics import roc_auc_score
 from focuscrawl.config import DEFAULTS
 from focuscrawl.learning import LinkContext, LinkRewardLearner, link_features
 from focuscrawl.learning.learner import VERSION_EVERY, page_reward
-from focuscrawl.learning.shapes import link_shapes
 from focuscrawl.learning.strategies import make_strategy
 from focuscrawl.meta import LinkMeta, request_meta
 from focuscrawl.parsing import parse_html
@@ -230,13 +229,13 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     curve: list[int] = []
     link_scores: dict[str, float | None] = {}  # the link model's score of the link that found a URL
 
-    def enqueue(url, parent, anchor, context, parent_score, depth, hops, link_score, shape=""):
+    def enqueue(url, parent, anchor, context, parent_score, depth, hops, link_score):
         canonical = canonicalize(url)
         if extension(canonical) in deny:
             return
         if canonical in seen:
             if classic is not None and canonical in frontier:  # a better link raises a classic's value
-                meta = request_meta(LinkMeta(anchor, context, parent, parent_score, hops, link_score, shape), depth)
+                meta = request_meta(LinkMeta(anchor, context, parent, parent_score, hops, link_score), depth)
                 if classic.refound(canonical, meta):
                     priority[canonical] = classic.priority(canonical)
             return
@@ -244,14 +243,14 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         if "live" in parts and parent is not None and not web.graph.is_page(_landing(web.graph, key)):
             return  # the recording lacks it: a 404 the live oracle knows of
         seen.add(canonical)
-        context_ = LinkContext(canonical, anchor, context, parent, parent_score, depth, hops, link_score, shape)
+        context_ = LinkContext(canonical, anchor, context, parent, parent_score, depth, hops, link_score)
         features = link_features(context_)
         if key in hubs:
             features = (*features, (HUB_FEATURE, 1.0))
         frontier[canonical] = (learner.vectorise(features), parent, depth, hops)
         link_scores[canonical] = link_score
         if classic is not None:
-            meta = request_meta(LinkMeta(anchor, context, parent, parent_score, hops, link_score, shape), depth)
+            meta = request_meta(LinkMeta(anchor, context, parent, parent_score, hops, link_score), depth)
             priority[canonical] = classic.score(canonical, meta)
 
     def fetch(url, vector, parent, depth, hops):
@@ -291,14 +290,11 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         found_links = scores.get(("links", key))
         if found_links is None:
             found_links = scores[("links", key)] = model.score_links(links)
-        shapes = scores.get(("shapes", key))
-        if shapes is None:  # as the spider gives them, from the page's links in their order
-            shapes = scores[("shapes", key)] = link_shapes([(anchor, link) for anchor, _, link in links])
         if classic is not None:
             classic.released(url)
-        for (anchor, context, link), link_score, shape in zip(links, found_links, shapes):
+        for (anchor, context, link), link_score in zip(links, found_links):
             enqueue(link, url, anchor, context, round(model.probability(evidence), 4), depth + 1, hops,
-                    round(link_score, 4), shape)
+                    round(link_score, 4))
 
     for url in seeds:
         enqueue(url, None, "", "", None, 0, 0, None)

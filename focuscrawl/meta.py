@@ -73,8 +73,7 @@ class LinkMeta:
 
     ``parent_score`` is None for a seed; ``hops`` counts the pages since the last one the learner
     counted as found (0: the parent was one); ``link_score`` is the topic model's (or the link
-    model's) score of the link's own words; ``shape`` its shape among its page's links
-    (``learning.shapes.link_shapes``: "" when not known)."""
+    model's) score of the link's own words."""
 
     anchor: str = ""
     context: str = ""
@@ -82,14 +81,12 @@ class LinkMeta:
     parent_score: float | None = None
     hops: int = 0
     link_score: float | None = None
-    shape: str = ""
 
     def to_meta(self) -> dict[str, Any]:
         """The dict ``meta[LINK]`` holds: every field, in LINK_FIELDS order (written out: a loop over
         the fields costs more, once per link found; tests/test_meta.py checks the two agree)."""
         return {"anchor": self.anchor, "context": self.context, "parent_url": self.parent_url,
-                "parent_score": self.parent_score, "hops": self.hops, "link_score": self.link_score,
-                "shape": self.shape}
+                "parent_score": self.parent_score, "hops": self.hops, "link_score": self.link_score}
 
     @classmethod
     def from_meta(cls, meta: dict) -> LinkMeta:

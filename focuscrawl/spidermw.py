@@ -31,7 +31,6 @@ from focuscrawl import meta as M
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import FocusConfig
 from focuscrawl.items import PageItem
-from focuscrawl.learning.shapes import link_shapes
 from focuscrawl.meta import LinkMeta
 from focuscrawl.parsing import parse_html
 from focuscrawl.relevance import TopicModel
@@ -101,8 +100,7 @@ class FocusPages:
             nofollow = parsed.nofollow or header_nofollow
             page.links = [] if nofollow else [link for link in parsed.links if not link.nofollow]
             page.outlinks = len(page.links)
-            shapes = link_shapes([(link.anchor, link.url) for link in page.links])
-            links = {canonicalize(link.url): (link, shape) for link, shape in zip(page.links, shapes)}
+            links = {canonicalize(link.url): link for link in page.links}
             self.stats.inc_value("focus/pages/scored")
             if page.relevant:
                 self.stats.inc_value("focus/pages/relevant")
@@ -143,13 +141,12 @@ class FocusPages:
                            "(first seen on %s)", output.url)
         if output.meta.get(M.LINK) is not None:
             return output  # the spider wrote its own link record
-        found = state.links.get(canonicalize(output.url))
-        link, shape = found if found is not None else (None, "")
+        link = state.links.get(canonicalize(output.url))
         anchor, context = (link.anchor, link.context) if link is not None else ("", "")
         link_score = round(float(self.model.score_links([(anchor, context, output.url)])[0]), 4)
         output.meta[M.LINK] = LinkMeta(anchor=anchor, context=context, parent_url=response.url,
                                        parent_score=state.probability, hops=state.hops,
-                                       link_score=link_score, shape=shape).to_meta()
+                                       link_score=link_score).to_meta()
         if link is None:
             self.stats.inc_value("focus/links/not_on_page")
         return output

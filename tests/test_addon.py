@@ -167,7 +167,6 @@ def test_a_projects_spider_keeps_its_items_and_its_requests_get_their_links_word
     assert (link["anchor"], link["parent_url"]) == ("the next lecture on comets", "http://a.test/notes.html")
     assert "Read on" in link["context"] and link["link_score"] is not None and link["parent_score"] is not None
     assert unlinked.meta[LINK]["anchor"] == "" and crawler.stats.get_value("focus/links/not_on_page") == 1
-    assert link["shape"].startswith("a:phrase ") and unlinked.meta[LINK]["shape"] == ""  # its shape on the page
     assert [r.getMessage() for r in caplog.records if "Request.priority" in r.getMessage()]
 
 

@@ -102,13 +102,6 @@ def test_the_link_that_led_to_a_page_is_evidence_for_the_item_and_the_learner(de
     assert off_links[0].meta[LINK]["parent_score"] == pytest.approx(model.probability(page.page_score), abs=1e-4)
 
 
-def test_each_link_carries_its_shape_among_the_pages_links(demo_model):
-    """The spider reads the page's links in their order and gives each its shape (anchor kind, URL
-    shape, group of same-shaped siblings: ``learning.shapes``), as the simulator does."""
-    _, _, _, links = parse(demo_model)
-    assert [r.meta[LINK]["shape"] for r in links] == ["a:word u:d1. g:word:2-3", "a:word u:d1. g:word:2-3"]
-
-
 @pytest.mark.parametrize("owner", [FocusedSpider, FocusScheduler, RobotsFetcher, HeadCheck])
 def test_no_callback_is_a_generator_that_returns_a_value(owner):
     """Scrapy would drop such a value silently. Its own per-response check is off

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from focuscrawl.learning.shapes import shape_features
 from focuscrawl.meta import DEPTH, LinkMeta
 from focuscrawl.urls import extension, host_key, is_part_of, url_tokens
 
@@ -70,7 +69,6 @@ class LinkContext:
     depth: int = 0
     hops_since_relevant: int = 0  # 0: the parent page was a hit for the learner (or this is a seed)
     link_score: float | None = None  # the topic model's score of the link's own words
-    shape: str = ""  # its shape among its page's links (``shapes.link_shapes``)
 
 
 def link_context(url: str, meta: dict) -> LinkContext:
@@ -79,7 +77,7 @@ def link_context(url: str, meta: dict) -> LinkContext:
     return LinkContext(
         url=url, anchor=link.anchor, context=link.context, parent_url=link.parent_url,
         parent_score=link.parent_score, depth=meta.get(DEPTH, 0), hops_since_relevant=link.hops,
-        link_score=link.link_score, shape=link.shape,
+        link_score=link.link_score,
     )
 
 
@@ -94,7 +92,6 @@ def link_features(link: LinkContext) -> tuple[tuple[str, float], ...]:
             feats.append(("u:" + w, 1.0))
     ext = extension(link.url)
     feats.append(("ext:" + (ext or "none"), 1.0))
-    feats.extend(shape_features(link.shape))
     if link.parent_score is None:
         feats.append(("seed", 1.0))
     else:

@@ -29,13 +29,9 @@ import math
 import numpy as np
 
 from focuscrawl.learning.regressor import per_link
-from focuscrawl.learning.shapes import SHAPE_PREFIX
 
-#: Feature-name prefixes of a link's words (``features.link_features``): anchor, context, URL, and
-#: its shape among its page's links (``shapes``), counted as words are: a shape shared by the
-#: links of one list (people's names under ``~user`` directories) is what a new list has in common
-#: with one the crawl has followed, when none of their words is.
-WORD_PREFIXES = ("a:", "c:", "u:", SHAPE_PREFIX)
+#: Feature-name prefixes of a link's words (``features.link_features``): anchor, context, URL.
+WORD_PREFIXES = ("a:", "c:", "u:")
 #: Pseudo-links of smoothing per word, at the base rate: a word seen on one relevant link out of
 #: one moves the odds by about ``1 / strength`` of what a word seen on many would.
 STRENGTH = 4.0

@@ -21,7 +21,6 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from focuscrawl import signals as focus_signals
 from focuscrawl.config import DOCUMENT_EXTENSIONS, FocusConfig
 from focuscrawl.items import PageItem
-from focuscrawl.learning.shapes import link_shapes
 from focuscrawl.meta import (
     DEPTH,
     EXPLAIN,
@@ -337,14 +336,12 @@ class FocusedSpider(scrapy.Spider):
         # The link model (or the topic model) reads each link's words (anchor, context, URL): a
         # good bet before the learner knows anything about the link's host and path.
         link_scores = self.model.score_links([(link.anchor, link.context, link.url) for link in links])
-        shapes = link_shapes([(link.anchor, link.url) for link in links])
-        for link, link_score, shape in zip(links, link_scores, shapes):
+        for link, link_score in zip(links, link_scores):
             if extension(link.url) in DOCUMENT_EXTENSIONS and not self._document_promising(link_score,
                                                                                              found_probability):
                 continue  # a document, and nothing says it is worth its request
             outgoing = LinkMeta(anchor=link.anchor, context=link.context, parent_url=response.url,
-                                parent_score=found_probability, hops=hops, link_score=round(float(link_score), 4),
-                                shape=shape)
+                                parent_score=found_probability, hops=hops, link_score=round(float(link_score), 4))
             yield scrapy.Request(link.url, callback=self.parse, errback=self.fetch_failed,
                                  meta=request_meta(outgoing, depth))
         # The page after its links: once its item is through the pipelines the page is done for a
