@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -94,15 +95,37 @@ def load_bench(name: str):
     return module
 
 
-def run_scrapy(args: list[str], cwd: Path, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
-    """Run ``python -m scrapy ARGS`` the way a user would, bounded in time."""
+def _scrapy_env(env: dict | None) -> dict:
     full_env = dict(os.environ)
     full_env.pop("http_proxy", None)
     full_env.pop("https_proxy", None)
     full_env.setdefault("SCRAPY_SETTINGS_MODULE", "focuscrawl.settings")
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=cwd, env=full_env,
+    return full_env
+
+
+def run_scrapy(args: list[str], cwd: Path, env: dict | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+    """Run ``python -m scrapy ARGS`` the way a user would, bounded in time."""
+    return subprocess.run([sys.executable, "-m", "scrapy", *args], cwd=cwd, env=_scrapy_env(env),
                           capture_output=True, text=True, timeout=timeout)
+
+
+# a parent of its own, so that its children's peak RSS is the crawl's alone (pytest's
+# RUSAGE_CHILDREN keeps the largest of every child the session waited for)
+_MEASURED = ("import resource, subprocess, sys\n"
+             "done = subprocess.run([sys.executable, '-m', 'scrapy', *sys.argv[1:]])\n"
+             "print(f'\\nmax RSS KiB: {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', file=sys.stderr)\n"
+             "sys.exit(done.returncode)\n")
+
+
+def run_scrapy_measured(args: list[str], cwd: Path, env: dict | None = None,
+                        timeout: float = 240) -> tuple[subprocess.CompletedProcess, int]:
+    """``run_scrapy``, and the crawl's peak resident memory in KiB."""
+    result = subprocess.run([sys.executable, "-c", _MEASURED, *args], cwd=cwd, env=_scrapy_env(env),
+                            capture_output=True, text=True, timeout=timeout)
+    found = re.search(r"max RSS KiB: (\d+)\s*$", result.stderr)
+    assert found, result.stderr[-2000:]
+    return result, int(found.group(1))
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,8 @@ OPTIONAL = ("playwright", "scrapy_playwright", "matplotlib", "redis")
 #: the modules only a feature of an extra imports (each raises MissingExtra on import)
 EXTRA_MODULES = {"focuscrawl.backends.shared", "focuscrawl.distributed.batch", "focuscrawl.distributed.conclusions",
                  "focuscrawl.distributed.crawl", "focuscrawl.distributed.dedup", "focuscrawl.distributed.frontier",
-                 "focuscrawl.distributed.learner_sync", "focuscrawl.distributed.scripts", "focuscrawl.distributed.seen",
+                 "focuscrawl.distributed.learner_sync", "focuscrawl.distributed.revisits", "focuscrawl.distributed.scripts",
+                 "focuscrawl.distributed.seen",
                  "focuscrawl.rendering.server.app", "focuscrawl.rendering.server.pages"}
 
 
