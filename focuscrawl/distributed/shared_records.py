@@ -199,8 +199,10 @@ class SharedRecords:
         and ref; a re-scored record differs from the stale one in its header alone), or None for
         one whose codec bytes left Redis before this worker read them (taken out meanwhile)."""
         readable = self.link_blobs(records)
-        new = iter(restamper([QUEUE] * (len(readable) - readable.count(None)), [r for r in readable if r is not None]))
-        return [None if full is None else next(new)[:FLAG] + record[FLAG:] for record, full in zip(records, readable)]
+        present = [r for r in readable if r is not None]
+        new = iter(restamper([QUEUE] * len(present), present))
+        return [None if full is None else next(new)[:FLAG] + record[FLAG:]
+                for record, full in zip(records, readable, strict=True)]
 
     def link_blobs(self, records: Iterable[bytes]) -> list[bytes | None]:
         """For each record, itself with its link part in place of its ref (what re-scoring reads:
@@ -222,7 +224,7 @@ class SharedRecords:
                 out.append(None)
             else:
                 out.append(record[:-REF_BYTES] + part)
-        links.hits += len(records) - sum(map(len, missing.values()))
+                links.hits += 1
         if missing:
             refs = list(missing)
             links.misses += len(refs)
@@ -236,4 +238,5 @@ class SharedRecords:
         return out
 
 
-__all__ = ["LINK_CACHE", "QUEUE", "REF_BYTES", "SEQ_BLOCK", "LinkParts", "ScoringVersion", "SharedRecords", "is_packed"]
+__all__ = ["LINK_CACHE", "QUEUE", "REF_BYTES", "SEQ_BLOCK", "LinkParts", "ScoringVersion", "SharedRecords",
+           "is_packed"]
