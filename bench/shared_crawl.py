@@ -25,7 +25,9 @@ shared machine measures well: ``worker_cpu_ms`` is the workers' CPU (user and sy
 kernel's accounting of the waited children, start-up included) per counted request, ``redis_cpu_ms``
 redis-server's (``INFO cpu``) over the same run; ``round_trips`` the commands and pipelines the
 workers sent Redis and waited for per counted request (``sent_ahead``: those not waited for),
-``rescored`` the records the shared frontier re-scored (from the workers' logs).
+``rescored`` the records the shared frontier re-scored and ``links_read`` those whose link features a
+worker read from Redis, not having them (from the workers' logs); ``--commandstats`` prints Redis's
+time by command after each run.
 
 With ``--tree NAME=PATH`` (repeatable) the workers run the focuscrawl of each tree in turn (its
 ``PYTHONPATH``), alternated run by run with the worker counts, and the table has a row per tree and
@@ -89,6 +91,9 @@ def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, w
     server.flush()
     log = workdir / "server.jsonl"
     killed_at = None
+    if opts.commandstats:
+        with server.client() as client:
+            client.config_resetstat()
     cpu_start, redis_start = children_cpu(), redis_cpu(server)
     with ReplayProxy(web, log_path=str(log)) as proxy:
         procs = []
@@ -122,20 +127,35 @@ def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, w
     client = server.client()
     stats = {k.decode(): int(v) for k, v in client.hgetall(f"focus:{{{CRAWL_ID}}}:stats").items()}
     records = read_log(log)
+    if opts.commandstats:
+        print_commandstats(client, len(counted_requests(records)))
     return {"records": records, "stats": stats, "killed_at": killed_at,
             "exported": exported(workdir, max(1, workers)), "worker_cpu": worker_cpu, "redis_cpu": server_cpu,
             "counts": worker_counts(workdir, workers)}
 
 
+def print_commandstats(client, requests: int) -> None:
+    """Redis's time in each command over the run (``INFO commandstats``; a script's inner commands
+    counted in their own rows too), per counted request, the costliest first."""
+    stats = client.info("commandstats")
+    rows = sorted(((name.removeprefix("cmdstat_"), s["calls"], s["usec"]) for name, s in stats.items()),
+                  key=lambda row: -row[2])
+    per = 1000.0 / max(1, requests)
+    print("  redis commandstats (us a counted request, calls a counted request):", flush=True)
+    for name, calls, usec in rows[:14]:
+        print(f"    {name:<14} {usec * per / 1000:8.1f} us {calls * per / 1000:7.2f} calls", flush=True)
+
+
 ROUND_TRIPS = re.compile(r"shared crawl: (\d+) round trips to Redis, \d+ page requests counted by this worker"
-                         r"(?:, (\d+) writes sent ahead, (\d+) records re-scored)?")
+                         r"(?:, (\d+) writes sent ahead, (\d+) records re-scored)?"
+                         r"(?: \(link features of (\d+) read from Redis)?")
 
 
 def worker_counts(workdir: Path, workers: int) -> dict[str, int]:
     """What the workers' logs say at their close: round trips to Redis (commands and pipelines sent and
-    waited for), pipelines sent ahead (not waited for) and records re-scored by the shared frontier
-    (summed over the workers)."""
-    total = {"round_trips": 0, "sent_ahead": 0, "rescored": 0}
+    waited for), pipelines sent ahead (not waited for), records re-scored by the shared frontier and
+    the link features it read from Redis for them (summed over the workers)."""
+    total = {"round_trips": 0, "sent_ahead": 0, "rescored": 0, "links_read": 0}
     for i in range(workers):
         log = workdir / f"w{i}" / "crawl.log"
         found = ROUND_TRIPS.search(log.read_text(errors="replace")) if log.exists() else None
@@ -173,7 +193,7 @@ def figures(result: dict, relevance: Relevance, budget: int, delay: float) -> di
             "worker_cpu_ms": result["worker_cpu"] * per_request, "redis_cpu_ms": result["redis_cpu"] * per_request,
             "round_trips": result["counts"]["round_trips"] * per_request / 1000.0,
             "sent_ahead": result["counts"]["sent_ahead"] * per_request / 1000.0,
-            "rescored": result["counts"]["rescored"],
+            "rescored": result["counts"]["rescored"], "links_read": result["counts"]["links_read"],
             "relevant": len(found), "gap": violations.get("gap", 0), "concurrency": violations.get("concurrency", 0),
             "disallowed": violations.get("disallowed", 0), "robots_not_first": violations.get("robots_not_first", 0),
             "fetched_twice": twice, "leases_reaped": result["stats"].get("leases_reaped", 0),
@@ -199,6 +219,8 @@ def main() -> int:
     parser.add_argument("--webkb", type=Path, default=WEBKB, help=f"WebKB's folder (default {WEBKB})")
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--commandstats", action="store_true",
+                        help="print redis-server's time by command after each run (INFO commandstats)")
     parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH",
                         help="run the workers on this tree's focuscrawl (repeatable: alternated, a row each)")
     opts = parser.parse_args()
@@ -227,7 +249,7 @@ def main() -> int:
         finally:
             server.stop()
     keys = ["requests", "pages_per_s", "worker_cpu_ms", "redis_cpu_ms", "round_trips", "sent_ahead", "rescored",
-            "relevant", "gap", "concurrency", "disallowed", "robots_not_first",
+            "links_read", "relevant", "gap", "concurrency", "disallowed", "robots_not_first",
             "fetched_twice", "leases_reaped", "work_requeued", "exported_twice"]
     print(f"\nWebKB, topic {opts.topic}, budget {opts.budget}, DOWNLOAD_DELAY {opts.delay}, "
           f"{opts.runs} run(s) each{f', worker 0 killed at {opts.kill:.0%}' if opts.kill else ''} (mean; min-max)\n")

@@ -5,8 +5,9 @@
 A throwaway ``redis-server`` (tests/redis_server.py) holds a crawl of ``--urls`` crawler-shaped
 entries (bench/frontier.py's: the focused spider's Request with its link meta and a 30-feature
 vector, packed by the scheduler's codec) over ``--hosts`` hosts. Memory is Redis's own account
-(INFO memory ``used_memory``) after the pushes minus before, per URL; the records are pushed in
-pipelines of the PUSH script (the crawl pushes one at a time: the same records, faster to build).
+(INFO memory ``used_memory``) after the pushes minus before, per URL (a record in its host's sorted
+set and its codec bytes in the crawl's ``blobs`` hash); the records are pushed in pipelines of the
+PUSH script (the crawl pushes one at a time: the same records, faster to build).
 
 Operations per second, each on ``--ops`` operations against the full frontier, one worker:
 push (``SharedFrontier.push``, one script call), pop + release (``pop`` then ``release`` of the
@@ -52,7 +53,8 @@ def fill(frontier: SharedFrontier, maker: UrlMaker, n: int, chunk: int = 2000) -
     for start in range(0, n, chunk):
         pipe = frontier.client.pipeline(transaction=False)
         for host, url, priority, payload, feats in maker.chunk(min(chunk, n - start), "crawler"):
-            push(args=[frontier.prefix, host, 1, frontier._record(Entry(priority, url, payload, feats, 0))], client=pipe)
+            record, blob = frontier.records.record(Entry(priority, url, payload, feats, 0))
+            push(args=[frontier.prefix, host, 1, record, blob], client=pipe)
         pipe.execute()
 
 

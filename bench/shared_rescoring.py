@@ -104,7 +104,8 @@ def main() -> int:
     base_done = passes(local, args.passes, args.limit)
     base = time.process_time() - base
     per = 1e6 / max(1, done)
-    print(f"{args.urls:,} records over {args.hosts} hosts (~{size:.0f} B a record in Redis), {args.passes} passes, "
+    print(f"{args.urls:,} records over {args.hosts} hosts (~{size:.0f} B a record in its host's sorted set), "
+          f"{args.passes} passes, "
           f"{args.limit} a call: {done:,} re-scored shared, {base_done:,} in process\n")
     print("| us a record re-scored | shared: worker | shared: redis-server | of which its commands | in process |")
     print("|---|---:|---:|---:|---:|")

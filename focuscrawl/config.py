@@ -272,6 +272,11 @@ class FocusConfig:
         "FOCUS_WORKER_TIMEOUT", 30.0, _number(float, 1.0),
         "Seconds a worker of a shared crawl may go silent before it is taken for dead: its hosts are "
         "handed to others and its pages not done are queued again (it heartbeats 6 times as often).")
+    shared_link_cache: int = setting(
+        "FOCUS_SHARED_LINK_CACHE", 200_000, _number(int),
+        "Queued URLs of a shared crawl whose link features (~0.5 KB each) a worker keeps, so that "
+        "re-scoring them reads only their ~100-byte records from Redis (the rest from Redis once); "
+        "the oldest forgotten first.")
     frontier_pack: bool = setting(
         "FOCUS_FRONTIER_PACK", True, _bool,
         "Keep queued URLs packed as bytes (a few hundred bytes each, deflated in deep hosts) "

@@ -75,6 +75,14 @@ class RequestCodec:
         return LinkPreview(parent), features
 
     @staticmethod
+    def link_part(blob: bytes) -> bytes:
+        """The first bytes of a blob, all that ``preview`` and ``links`` read (features and parent,
+        not the Request): what a shared crawl's worker keeps of the records it may re-score."""
+        (n,) = _COUNT.unpack_from(blob)
+        start = _COUNT.size + (0 if n == _NO_FEATURES else 8 * n)
+        return blob[:_read_parent(blob, start)[1]]
+
+    @staticmethod
     def links(blobs: Iterable[bytes]) -> tuple[list[str | None], list[int | None], np.ndarray, np.ndarray]:
         """What re-scoring reads of many blobs, in columns: their parents, their feature counts
         (None: no features) and all their features' indices and values joined in blob order (two

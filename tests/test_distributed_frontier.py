@@ -10,6 +10,7 @@ from scrapy import Request
 from focuscrawl.distributed.connection import Keys
 from focuscrawl.distributed.frontier import SharedFrontier
 from focuscrawl.frontier import Entry
+from focuscrawl.frontier.records import FLAG
 from focuscrawl.request_codec import RequestCodec
 from focuscrawl.scheduling.requests import RequestSerializer
 
@@ -186,7 +187,7 @@ def test_background_rescoring_sends_headers_and_keeps_what_another_worker_change
     assert a.rescore_stale(racing) == 4
     assert popped[0][1].url == "http://h/3"
     a.flush()
-    queued = [a.records.entry(r) for r in a.client.zrange(a.keys("q", "h"), 0, -1)]
+    queued = a.queued("h")
     # the record b took is not put back; the others carry their new headers ...
     assert [(e.url, round(e.priority, 2), e.version) for e in queued] == [
         ("http://h/0", 0.9, 1), ("http://h/1", 0.8, 1), ("http://h/2", 0.7, 1)]
@@ -226,7 +227,7 @@ def test_background_rescoring_goes_on_where_a_bounded_call_stopped(make):
     assert done == [4, 4, 4, 4, 4, 4, 4, 2, 0] and a.rescored == 30
     a.flush()
     for h in hosts:
-        assert [a.records.entry(r).version for r in a.client.zrange(a.keys("q", h), 0, -1)] == [1, 1, 1]
+        assert [e.version for e in a.queued(h)] == [1, 1, 1]
 
 
 def test_background_rescoring_refiles_the_best_hosts(make):
@@ -326,7 +327,8 @@ def test_a_record_another_worker_rescored_meanwhile_is_not_fetched_twice(make):
         if not calls:  # after a's look at its queue, b's background pass re-scores the same records
             calls.append(1)
             queued = b.client.zrange(b.keys("q", "h"), 0, -1)
-            fresh = b._restamper(reverse).once([shared_queue()] * len(queued), queued)
+            heads = b._restamper(reverse).once([shared_queue()] * len(queued), b.records.link_blobs(queued))
+            fresh = [head[:FLAG] + r[FLAG:] for head, r in zip(heads, queued)]
             assert b._run("SWAP", "h", "", *[x for pair in zip(queued, fresh) for x in pair]) == len(queued)
         return reverse(entries)
 

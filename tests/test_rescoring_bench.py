@@ -42,7 +42,6 @@ def test_a_pass_rescores_every_record_once_in_small_calls(redis_url):
         shared.flush()
         assert bench.passes(shared, 2, 64, shared.flush) == 600
         assert bench.passes(local, 2, 64) == 600
-        assert {shared.records.entry(r).version for h in {row[0] for row in rows}
-                for r in client.zrange(shared.keys("q", h), 0, -1)} == {2}
+        assert {e.version for h in {row[0] for row in rows} for e in shared.queued(h)} == {2}
     finally:
         client.close()

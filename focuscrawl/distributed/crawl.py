@@ -55,7 +55,8 @@ class SharedCrawl:
         # writes nothing waits for ride with the next command answered: a page's links, its host
         # released, the page done and counted cost one round trip together, not one each
         frontier = SharedFrontier(client, keys, codec, serializer, capacity=config.frontier_capacity,
-                                  worker_timeout=config.worker_timeout, write_behind=MAX_AGE)
+                                  worker_timeout=config.worker_timeout, write_behind=MAX_AGE,
+                                  link_cache=config.shared_link_cache)
         # the learner syncs on the reactor thread, and a failed sync is simply retried next period:
         # its client gives up at once rather than retrying (which would hold every download)
         sync_client = connect(config.frontier_url, socket_timeout=LEARNER_SYNC_TIMEOUT, retries=0)
@@ -155,8 +156,10 @@ class SharedCrawl:
         if self.learner_sync is not None and learner is not None:
             self.learner_sync.close(learner)  # (a failure is logged: the crawl is over either way)
         self.frontier.leave()
+        links = self.frontier.records.links
         logger.info("shared crawl: %d round trips to Redis, %d page requests counted by this worker, %d writes sent "
-                    "ahead, %d records re-scored", round_trips(), self._counted, sent_ahead(), self.frontier.rescored)
+                    "ahead, %d records re-scored (link features of %d read from Redis, %d kept here)", round_trips(),
+                    self._counted, sent_ahead(), self.frontier.rescored, links.misses, links.hits)
 
 
 __all__ = ["SharedCrawl"]

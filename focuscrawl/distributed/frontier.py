@@ -1,8 +1,9 @@
 """The frontier shared by every worker of a crawl, on Redis: the in-process ``Frontier``'s interface.
 
 Each host's queue is a Redis sorted set of the frontier's own records (``frontier/records.py``,
-ordered as bytes), and which host goes next is decided in Redis too (``scripts.py``): a host is
-handed to one worker at a time (a *lease*) and filed again only when that worker releases it,
+ordered as bytes; a packed one's codec bytes kept beside them: ``shared_records.py``), and which
+host goes next is decided in Redis too (``scripts.py``): a host is handed to one worker at a time
+(a *lease*) and filed again only when that worker releases it,
 ``delay`` seconds after its response ended on the server's clock, or when its lease is reaped
 (the worker died, or stopped renewing it). So priority is global across hosts and workers, and a
 host's delay, Crawl-delay and Retry-After hold across workers: the scheduler asks this frontier
@@ -34,7 +35,7 @@ from focuscrawl.distributed import scripts
 from focuscrawl.distributed.batch import Scripts, WriteBehind
 from focuscrawl.distributed.connection import Keys, redis_module
 from focuscrawl.distributed.next_ready import NextReady
-from focuscrawl.distributed.shared_records import QUEUE, ScoringVersion, SharedRecords
+from focuscrawl.distributed.shared_records import LINK_CACHE, ScoringVersion, SharedRecords
 from focuscrawl.frontier.entries import Codec, Entry
 from focuscrawl.frontier.records import FLAG, KEY, ORDER, priority_of
 from focuscrawl.frontier.rescoring import Rescorer, Restamper
@@ -81,7 +82,7 @@ class SharedFrontier:
     """``Frontier``'s interface over a crawl's Redis keys (``keys``). ``codec`` packs entries (a
     record must hold its request: nothing can stay an object in another process); entries it
     declines (robots.txt requests, with no features) are kept as request dicts in Redis, beside
-    their record. ``serializer``: request <-> dict for those.
+    their record. ``serializer``: request <-> dict for those. ``link_cache``: link parts kept.
 
     ``write_behind``: None sends every write at once; a number of seconds lets writes whose reply
     nothing waits for (links pushed, a host released, pages done, ...) wait that long at most for
@@ -91,7 +92,8 @@ class SharedFrontier:
     def __init__(self, client: redis.Redis, keys: Keys, codec: Codec, serializer, *, capacity: int = 1_000_000,
                  prune_slack: float = 0.05, worker: str | None = None,
                  worker_timeout: float = DEFAULTS.worker_timeout,
-                 clock: Callable[[], float] = time.monotonic, write_behind: float | None = None):
+                 clock: Callable[[], float] = time.monotonic, write_behind: float | None = None,
+                 link_cache: int = LINK_CACHE):
         self.client = client
         self.keys = keys
         self.prefix = keys.prefix
@@ -125,7 +127,7 @@ class SharedFrontier:
         self.scripts = Scripts(client, {name: getattr(scripts, name) for name in SCRIPTS})
         self.writes = WriteBehind(client, self.scripts, max_age=write_behind, clock=clock)
         # entries packed into records stamped with the crawl's seq numbers, and back
-        self.records = SharedRecords(self.writes, keys, codec, serializer)
+        self.records = SharedRecords(self.writes, keys, codec, serializer, link_cache)
         self.scoring = ScoringVersion(self.writes, keys)
         self.ready = NextReady(self.writes, keys, clock, SIZE_CACHE_SECONDS)
         self._push_head = self.scripts.command("PUSH", self.prefix)
@@ -180,17 +182,21 @@ class SharedFrontier:
     def host_size(self, host: str) -> int:
         return int(self.writes.call("ZCARD", self.keys("q", host)))
 
+    def queued(self, host: str) -> list[Entry]:
+        """The entries queued at ``host``, best first, as they are now (nothing taken out)."""
+        return self.records.read(self.writes.call("ZRANGE", self.keys("q", host), 0, -1))
+
     # --- push ---------------------------------------------------------------------------------
     def push(self, host: str, entry: Entry) -> list[Entry]:
         """Queue an entry (a record already queued is not queued twice); returns the entries
         pruned to stay within capacity (usually none). With write-behind, the links of a page
         join one PUSH, sent with the next command answered."""
-        record = self.records.record(entry)
         claim = self.seen_claim(entry.url) if self.seen_claim is not None else None
         if claim is False:  # its add went on its own meanwhile: another worker had queued it
             return []
+        record, blob = self.records.record(entry)
         self._pushing += 1
-        group = (host, 0, *claim, record) if isinstance(claim, tuple) else (host, 1, record)
+        group = (host, 0, *claim, record, blob) if isinstance(claim, tuple) else (host, 1, record, blob)
         self.writes.defer_joined(self._push_head, group, self._pushed)
         if self._size + self._pushing > self.capacity * (1 + self.prune_slack):
             self.flush()
@@ -213,38 +219,40 @@ class SharedFrontier:
         if host is None:
             self.ready.heard(float(wait))
             return None
-        host = host.decode("utf-8", "surrogatepass")
+        host, (timing, robots, top, blob) = host.decode("utf-8", "surrogatepass"), state
         self._tokens[host] = token.decode()
         if self.on_lease is not None:
-            self.on_lease(host, state[0] or None, state[1] or None)
+            self.on_lease(host, timing or None, robots or None)
         if rescore is not None and self.scoring.stale(record):
-            top = state[2] if len(state) > 2 and state[2] else None
-            record = self._refresh(host, record, rescore, max_rescore, top)
+            record, blob = self._refresh(host, record, blob, rescore, max_rescore, top or None)
         self._size -= 1
-        return host, self.records.entry(record)
+        return host, self.records.taken(record, blob)
 
-    def _refresh(self, host: str, record: bytes, rescore: Rescorer, budget: int,
-                 top: list[bytes] | None = None) -> bytes:
-        """The popped record re-scored, with the stale records at the top of its (held) host's
-        queue (``top``: as POP read them, else read here): the best of them is the one fetched,
-        the others stay queued, re-scored."""
+    def _refresh(self, host: str, record: bytes, blob: bytes | None, rescore: Rescorer, budget: int,
+                 top: list[bytes] | None = None) -> tuple[bytes, bytes | None]:
+        """The popped record (``blob``: its codec bytes) re-scored, with the stale records at the
+        top of its (held) host's queue (``top``: as POP read them, else read here): the best of
+        them is the one fetched (with its codec bytes), the others stay queued, re-scored."""
         token = self._tokens[host]
         if top is None:
             top = self._run("PEEK", host, token, min(budget, RESCORE_TOP)) or []
         stale = [r for r in top if self.scoring.stale(r)]
-        fresh = self._restamper(rescore).once([QUEUE] * (1 + len(stale)), [record, *stale])
-        self.rescored += len(fresh)
-        pairs = [x for pair in zip(stale, fresh[1:], strict=True) for x in pair]
-        queued_best = min([*fresh[1:], *(r for r in top if r not in stale)], default=None)
+        self.records.keep_link(record, blob)  # what re-scoring reads of it: Redis sent it whole
+        fresh = self.records.rescored(self._restamper(rescore), [record, *stale])  # None: pruned meanwhile
+        kept = [(old, new) for old, new in zip(stale, fresh[1:], strict=True) if new is not None]
+        self.rescored += 1 + len(kept)
+        pairs = [x for pair in kept for x in pair]
+        queued_best = min([*(new for _, new in kept), *(r for r in top if r not in stale)], default=None)
         if queued_best is not None and queued_best[:KEY] < fresh[0][:KEY]:
             # another record of the host is now better: it is fetched, the popped one goes back
             # (unless another worker re-scored that record meanwhile: then the popped one is fetched)
-            if self._run("REFRESH", host, token, fresh[0], queued_best, *pairs) == 1:
-                return queued_best
-            return fresh[0]
+            reply = self._run("REFRESH", host, token, fresh[0], queued_best, *pairs)
+            if isinstance(reply, list):  # taken: fetched with its codec bytes
+                return queued_best, reply[1]
+            return fresh[0], blob
         # the popped record stays the one fetched whatever the reply: nothing waits for it
         self._defer("REFRESH", host, token, "", fresh[0], *pairs)
-        return fresh[0]
+        return fresh[0], blob
 
     def _restamper(self, rescore: Rescorer) -> Restamper:
         return Restamper(rescore, self.version, self.records.next_seq, self._preview)
@@ -270,18 +278,20 @@ class SharedFrontier:
             if len(records) >= limit:
                 break
         if records:
-            fresh = self._restamper(rescore)([QUEUE] * len(records), records)
+            fresh = self.records.rescored(self._restamper(rescore), records)  # None: popped meanwhile
             args, at = [], 0
             for host, n in hosts:
-                # a re-scored record differs from the stale one in its header alone: the key names
-                # the record in Redis, which puts the new header on it
-                args += [host, n, *[x for old, new in zip(records[at:at + n], fresh[at:at + n], strict=True)
-                                    for x in (old[:KEY], new[:FLAG])]]
+                # the key names the record in Redis, which puts the new header on it
+                pairs = [x for old, new in zip(records[at:at + n], fresh[at:at + n], strict=True)
+                         if new is not None for x in (old[:KEY], new[:FLAG])]
                 at += n
-            self._defer("SWAP_MANY", *args)
-            # the biggest write of a worker: Redis replaces the records while this process goes on
-            self.writes.send_ahead()
-            self.rescored += len(records)
+                if pairs:
+                    args += [host, len(pairs) // 2, *pairs]
+            if args:
+                self._defer("SWAP_MANY", *args)
+                # the biggest write of a worker: Redis replaces the records while this process goes on
+                self.writes.send_ahead()
+            self.rescored += len(fresh) - fresh.count(None)
         # a pass that found nothing stale in these hosts goes on with the next ones
         return len(records) or (int(scanned) if self._rescore_cursor or self._rescore_skip else 0)
 
@@ -292,7 +302,7 @@ class SharedFrontier:
         if token is None:
             self.push(host, entry)
             return
-        self._defer("REQUEUE", host, token, self.worker, self.records.record(entry), on_reply=self._requeued)
+        self._defer("REQUEUE", host, token, self.worker, *self.records.record(entry), on_reply=self._requeued)
 
     def _requeued(self, added) -> None:
         if added == 1:
@@ -358,8 +368,8 @@ class SharedFrontier:
         for host in list(self._tokens):
             self.release(host, self.clock())
         commands = []
-        if self._work:
-            commands.append(("HDEL", self.keys("work"), *(f"{self.worker}\n{url}" for url in self._work)))
+        if self._work:  # forgotten as done pages are, their records' codec bytes with them
+            commands.append(self.scripts.command("DONE", self.prefix, self.worker, self.worker_timeout, *self._work))
             self._work.clear()
         commands.append(("ZREM", self.keys("workers"), self.worker))
         self.writes.call_many(commands)
@@ -402,8 +412,7 @@ class SharedFrontier:
             by_host.setdefault(host, []).append(record)
         out = []
         for host, records in by_host.items():
-            if self._run("DROP", host, *records):
-                out += [self.records.entry(r) for r in records]
+            out += self.records.entries(self._run("DROP", host, *records))
         self.pruned += len(out)
         self.client.hincrby(self.keys("stats"), "pruned", len(out))
         self._size_at = -1.0
@@ -411,9 +420,9 @@ class SharedFrontier:
 
     def drop_host(self, host: str) -> list[Entry]:
         """Every entry of a host (its robots.txt forbids them all), removed."""
-        records = self._run("DROP_HOST", host)
+        pairs = self._run("DROP_HOST", host)
         self._size_at = -1.0
-        return [self.records.entry(r) for r in records]
+        return self.records.entries(pairs)
 
     def stats(self) -> dict[str, int]:
         self.flush()

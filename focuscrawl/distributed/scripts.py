@@ -4,7 +4,12 @@ Keys of a crawl (``P`` = ``focus:{CRAWL_ID}:``, passed as ARGV[1]; every key sha
 hash tag, so on a Redis Cluster they all live on one node)::
 
     P q:HOST      ZSET   the host's queued records, all of score 0: ordered as bytes (memcmp), so
-                         the best record (the smallest: frontier/records.py) comes first
+                         the best record (the smallest: frontier/records.py) comes first. A record
+                         is its header and URL; a packed one ends in ESC and the 8-byte REF of its
+                         codec bytes (the request and the link's features), kept apart in ``blobs``
+    P blobs       HASH   REF -> a record's codec bytes, for as long as the record is queued, in
+                         flight (``leaserec``) or work: written and deleted in the scripts that
+                         add and remove the record, so a kill between two steps loses neither part
     P ready       ZSET   score 0, member KEY(best record of the host) .. HOST: hosts whose time has
                          come and that nobody holds, best first across all hosts (global priority)
     P waiting     ZSET   score: when the host may be contacted again; member HOST
@@ -35,11 +40,14 @@ with Lua's ``<`` (which collates by the server's locale).
 from __future__ import annotations
 
 from focuscrawl.distributed.seen import SEEN_ADD
+from focuscrawl.frontier.records import FULL, PACKED
 
 #: the order key and seq of a record (frontier/records.py KEY): what orders hosts in ``ready``
 KEY_BYTES = 12
 #: a record's header, all a re-scoring changes (frontier/records.py FLAG: order key, seq, version)
 HEAD_BYTES = 16
+#: the bytes naming a packed record's codec bytes in ``blobs``, at the record's end (``shared_records.py``)
+REF_BYTES = 8
 
 _COMMON = """
 local P = ARGV[1]
@@ -80,6 +88,17 @@ local function version_of(rec)
   if v >= 2147483648 then v = v - 4294967296 end
   return v
 end
+-- the name of a record's codec bytes in P blobs: its last REF bytes when its flag says packed
+local function blob_ref(rec)
+  local f = string.byte(rec, %(head)d + 1)
+  if f == %(packed)d or f == %(packed_full)d then return string.sub(rec, -%(ref)d) end
+  return nil
+end
+-- a record gone from the crawl (done, dropped, never fetched): its codec bytes go with it
+local function drop_blob(rec)
+  local r = blob_ref(rec)
+  if r then redis.call('HDEL', P .. 'blobs', r) end
+end
 -- take a host out of ready or waiting (before it is leased or re-filed)
 local function unfile(h, st)
   if st == 'R' then
@@ -102,12 +121,14 @@ local function reap_host(h, t)
   redis.call('ZREM', P .. 'soon', h)
   schedule(h, t)
 end
-""" % {"key": KEY_BYTES}
+""" % {"key": KEY_BYTES, "head": HEAD_BYTES, "ref": REF_BYTES, "packed": PACKED, "packed_full": PACKED | FULL}
 
-#: ARGV: P, then for each host: HOST, N, N RECORDs, or HOST, 0, SEEN STATE, SEEN BASE, MIN_LEVEL,
-#: LOAD, HI, LO, RECORD: the record queued only if its URL's fingerprint (HI, LO) is new to the
-#: crawl's seen set (``seen.py``), which it joins -> records queued in the crawl (a record already
-#: queued is not added twice). A page's links, whatever their hosts, go in one call.
+#: ARGV: P, then for each host: HOST, N, N (RECORD, BLOB) pairs, or HOST, 0, SEEN STATE, SEEN BASE,
+#: MIN_LEVEL, LOAD, HI, LO, RECORD, BLOB: the record queued only if its URL's fingerprint (HI, LO)
+#: is new to the crawl's seen set (``seen.py``), which it joins -> records queued in the crawl (a
+#: record already queued is not added twice). BLOB: the packed record's codec bytes, kept in
+#: ``blobs`` under its REF with it ('' for a record that has none). A page's links, whatever their
+#: hosts, go in one call.
 PUSH = _COMMON + SEEN_ADD + """
 local size = nil
 local t = nil
@@ -116,18 +137,19 @@ while i <= #ARGV do
   local h, n = ARGV[i], tonumber(ARGV[i + 1])
   local q = P .. 'q:' .. h
   local added, best = 0, nil
-  local first, last, after = i + 2, i + 1 + n, i + 2 + n
+  local first, last, after = i + 2, i + 2 * n, i + 2 + 2 * n
   if n == 0 then
-    first, after = i + 8, i + 9
+    first, after = i + 8, i + 10
     last = first
     if seen_add(ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6], ARGV[i + 7]) == 0 then
-      last = first - 1  -- another worker queued the URL first
+      last = first - 2  -- another worker queued the URL first
       redis.call('HINCRBY', P .. 'stats', 'late_duplicates', 1)
     end
   end
-  for j = first, last do
+  for j = first, last, 2 do
     local rec = ARGV[j]
     if redis.call('ZADD', q, 0, rec) == 1 then
+      if ARGV[j + 1] ~= '' then redis.call('HSET', P .. 'blobs', blob_ref(rec), ARGV[j + 1]) end
       added = added + 1
       if not best or less(rec, best) then best = rec end
     end
@@ -154,10 +176,12 @@ return size or tonumber(redis.call('GET', P .. 'size') or '0')
 """
 
 #: ARGV: P, WORKER, LEASE_SECONDS, PROMOTE_LIMIT, VERSION, PEEK -> {HOST, RECORD, TOKEN, -1,
-#: HOSTSTATE, ROBOTS, TOP} or {false, false, false, WAIT} (WAIT: seconds until the next waiting
+#: HOSTSTATE, ROBOTS, TOP, BLOB} or {false, false, false, WAIT} (WAIT: seconds until the next waiting
 #: host's time, -1 when none waits; HOSTSTATE, ROBOTS: what the host's holders knew of it, see
 #: RELEASE, or false; TOP: when RECORD was scored under a version older than VERSION, the host's
-#: PEEK best records left queued, which the holder re-scores with it (see REFRESH), else false)
+#: PEEK best records left queued, which the holder re-scores with it (see REFRESH), else false;
+#: BLOB: RECORD's codec bytes, or false for a record that has none; they stay in ``blobs`` while
+#: the record is in flight and work)
 POP = _COMMON + """
 local t = now()
 local due = redis.call('ZRANGEBYSCORE', P .. 'waiting', '-inf', t, 'LIMIT', 0, tonumber(ARGV[4]))
@@ -184,8 +208,10 @@ for _ = 1, 64 do
     if peek > 0 and version_of(popped[1]) < tonumber(ARGV[5]) then
       top = redis.call('ZRANGE', P .. 'q:' .. h, 0, peek - 1)
     end
+    local ref = blob_ref(popped[1])
     return {h, popped[1], token, -1, redis.call('HGET', P .. 'hoststate', h) or false,
-            redis.call('HGET', P .. 'robots', h) or false, top}
+            redis.call('HGET', P .. 'robots', h) or false, top,
+            ref and redis.call('HGET', P .. 'blobs', ref) or false}
   end
   redis.call('HSET', P .. 'state', h, 'I')
 end
@@ -227,12 +253,12 @@ return n
 
 #: ARGV: P, HOST, TOKEN, BACK, TAKEN, OLD_1, NEW_1, ... -> the holder's re-scoring of the top of its
 #: host, popped record included, in one step: each OLD record still queued replaced by its NEW one;
-#: then 1: the record in flight becomes TAKEN, taken out of the queue, and BACK (the one popped,
-#: re-scored) goes back into it; 0: TAKEN was not queued (another worker re-scored it meanwhile: its
-#: new record stays queued), BACK is the record in flight; BACK '' with TAKEN the popped record
-#: re-scored: it becomes the record in flight. -1: not TOKEN's lease, nothing changed.
-REFRESH = """
-local P = ARGV[1]
+#: then {1, BLOB}: the record in flight becomes TAKEN, taken out of the queue (BLOB: its codec
+#: bytes, or false), and BACK (the one popped, re-scored) goes back into it; 0: TAKEN was not queued
+#: (another worker re-scored it meanwhile: its new record stays queued), BACK is the record in
+#: flight; BACK '' with TAKEN the popped record re-scored: it becomes the record in flight (1). -1:
+#: not TOKEN's lease, nothing changed.
+REFRESH = _COMMON + """
 local h = ARGV[2]
 if redis.call('HGET', P .. 'lease', h) ~= ARGV[3] then return -1 end
 local q = P .. 'q:' .. h
@@ -249,7 +275,8 @@ if redis.call('ZREM', q, ARGV[5]) == 0 then
 end
 redis.call('ZADD', q, 0, ARGV[4])
 redis.call('HSET', P .. 'leaserec', h, ARGV[5])
-return 1
+local ref = blob_ref(ARGV[5])
+return {1, ref and redis.call('HGET', P .. 'blobs', ref) or false}
 """
 
 #: ARGV: P, CURSOR, SKIP, COUNT, DEPTH, VERSION, WANT -> {CURSOR, SKIP, HOSTS SCANNED, NEWEST
@@ -334,15 +361,20 @@ end
 return n
 """ % {"head": HEAD_BYTES}
 
-#: ARGV: P, HOST, TOKEN, WORKER, RECORD -> the lease's record in flight put back in the queue (a
-#: request held back, or sent to robots.txt first); the host stays held. -1: not TOKEN's lease.
-REQUEUE = """
-local P = ARGV[1]
+#: ARGV: P, HOST, TOKEN, WORKER, RECORD, BLOB -> the lease's record in flight put back in the queue
+#: as RECORD (a request held back, or sent to robots.txt first), its codec bytes BLOB ('' for none)
+#: in place of the old record's; the host stays held. -1: not TOKEN's lease, nothing changed.
+REQUEUE = _COMMON + """
 local h = ARGV[2]
 if redis.call('HGET', P .. 'lease', h) ~= ARGV[3] then return -1 end
+local old = redis.call('HGET', P .. 'leaserec', h)
+if old and blob_ref(old) ~= blob_ref(ARGV[5]) then drop_blob(old) end
 redis.call('HDEL', P .. 'leaserec', h)
 local added = redis.call('ZADD', P .. 'q:' .. h, 0, ARGV[5])
-if added == 1 then redis.call('INCR', P .. 'size') end
+if added == 1 then
+  redis.call('INCR', P .. 'size')
+  if ARGV[6] ~= '' then redis.call('HSET', P .. 'blobs', blob_ref(ARGV[5]), ARGV[6]) end
+end
 return added
 """
 
@@ -363,6 +395,8 @@ redis.call('HSET', P .. 'at', h, at)
 local rec = redis.call('HGET', P .. 'leaserec', h)
 if rec and ARGV[6] ~= '' then
   redis.call('HSET', P .. 'work', ARGV[4] .. '\\n' .. ARGV[6], h .. '\\n' .. rec)
+elseif rec then
+  drop_blob(rec)  -- not a page fetched (its request went elsewhere): the record ends here
 end
 redis.call('ZREM', P .. 'soon', h)
 if ARGV[7] ~= '' then redis.call('HSET', P .. 'hoststate', h, ARGV[7]) end
@@ -374,16 +408,21 @@ schedule(h, t)
 return 1
 """
 
-#: ARGV: P, WORKER, TTL, URL... -> the pages done (their links queued): no longer work; the
-#: worker's heartbeat renewed
-DONE = """
-local P = ARGV[1]
+#: ARGV: P, WORKER, TTL, URL... -> the pages done (their links queued): no longer work, their
+#: records' codec bytes deleted with them; the worker's heartbeat renewed
+DONE = _COMMON + """
 local w = ARGV[2]
 local t = redis.call('TIME')
 redis.call('ZADD', P .. 'workers', tonumber(t[1]) + tonumber(ARGV[3]), w)
 local n = 0
 for i = 4, #ARGV do
-  n = n + redis.call('HDEL', P .. 'work', w .. '\\n' .. ARGV[i])
+  local field = w .. '\\n' .. ARGV[i]
+  local value = redis.call('HGET', P .. 'work', field)
+  if value then
+    redis.call('HDEL', P .. 'work', field)
+    drop_blob(string.sub(value, string.find(value, '\\n', 1, true) + 1))
+    n = n + 1
+  end
 end
 return n
 """
@@ -468,11 +507,19 @@ if not best then return false end
 return string.sub(best, 1, K)
 """
 
-#: ARGV: P, HOST -> the host's queue emptied (its robots.txt forbids everything): the records dropped
+#: ARGV: P, HOST -> the host's queue emptied (its robots.txt forbids everything): {RECORD, BLOB, ...}
+#: for each record dropped (BLOB false for a record with no codec bytes), which leave Redis with it
 DROP_HOST = _COMMON + """
 local h = ARGV[2]
 local q = P .. 'q:' .. h
 local recs = redis.call('ZRANGE', q, 0, -1)
+local out = {}
+for _, rec in ipairs(recs) do
+  local ref = blob_ref(rec)
+  out[#out + 1] = rec
+  out[#out + 1] = ref and redis.call('HGET', P .. 'blobs', ref) or false
+  if ref then redis.call('HDEL', P .. 'blobs', ref) end
+end
 if #recs > 0 then
   redis.call('DEL', q)
   redis.call('DECRBY', P .. 'size', #recs)
@@ -482,22 +529,32 @@ if st == 'R' or st == 'W' then
   unfile(h, st)
   redis.call('HSET', P .. 'state', h, 'I')
 end
-return recs
+return out
 """
 
-#: ARGV: P, HOST, RECORD... -> records removed (a prune of the worst records of the crawl)
+#: ARGV: P, HOST, RECORD... -> {RECORD, BLOB, ...} for each record removed (a prune of the worst
+#: records of the crawl; BLOB false for a record with no codec bytes); one no longer queued (popped
+#: or re-scored meanwhile) is left alone
 DROP = _COMMON + """
 local h = ARGV[2]
 local q = P .. 'q:' .. h
-local n = 0
-for i = 3, #ARGV do n = n + redis.call('ZREM', q, ARGV[i]) end
+local out = {}
+for i = 3, #ARGV do
+  if redis.call('ZREM', q, ARGV[i]) == 1 then
+    local ref = blob_ref(ARGV[i])
+    out[#out + 1] = ARGV[i]
+    out[#out + 1] = ref and redis.call('HGET', P .. 'blobs', ref) or false
+    if ref then redis.call('HDEL', P .. 'blobs', ref) end
+  end
+end
+local n = #out / 2
 if n > 0 then
   redis.call('DECRBY', P .. 'size', n)
   local st = redis.call('HGET', P .. 'state', h)
   if st == 'R' or st == 'W' then unfile(h, st); schedule(h, now()) end
 end
-return n
+return out
 """
 
 __all__ = ["BEST_SOON", "DONE", "DROP", "DROP_HOST", "HEAD_BYTES", "HEARTBEAT", "KEY_BYTES", "PEEK", "POP",
-           "PUSH", "REAP", "REFRESH", "RELEASE", "REQUEUE", "STALE_TOPS", "SWAP", "SWAP_MANY"]
+           "PUSH", "REF_BYTES", "REAP", "REFRESH", "RELEASE", "REQUEUE", "STALE_TOPS", "SWAP", "SWAP_MANY"]

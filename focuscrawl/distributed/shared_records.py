@@ -4,22 +4,38 @@ number unique across the crawl's workers, and back.
 The seq numbers come from Redis a block at a time (``SEQ_BLOCK``), so stamping a record costs no
 round trip; a request the codec declines to pack (a robots.txt request has no features) waits in
 Redis as a request dict beside its record (written behind, read when its record is popped).
+
+A record in a host's sorted set is its header and URL only (~100 bytes); a packed entry's codec
+bytes (its request and its link's features: ~750 bytes) are kept beside it in the crawl's
+``blobs`` hash, named by the 8 bytes that end its record (its *ref*: the seq number it was first
+queued under, in full, so unique in the crawl whatever re-scoring stamps on its header). Every
+command that re-scores, compares or moves records then handles a tenth of the bytes, and the
+scripts that add or remove a record write or delete its codec bytes in the same step. Re-scoring
+reads only a record's features and parent: a worker keeps those of the records it queued (and
+read) in a bounded cache (``LinkParts``), and reads the others from Redis once.
 """
 
 from __future__ import annotations
 
 import pickle
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from focuscrawl.frontier.entries import Codec, Entry, decode, encode
-from focuscrawl.frontier.records import record_version
+from focuscrawl.frontier.entries import Codec, Entry, decode
+from focuscrawl.frontier.records import FLAG, PACKED, compact, record_version
 
 if TYPE_CHECKING:  # only names: a shared crawl's parts, which need the redis extra
     from focuscrawl.distributed.batch import WriteBehind
     from focuscrawl.distributed.connection import Keys
+    from focuscrawl.frontier.rescoring import Restamper
 
 #: seq numbers a worker takes from Redis at a time
 SEQ_BLOCK = 4096
+#: bytes of a packed record's ref, at its end (``scripts.REF_BYTES``)
+REF_BYTES = 8
+#: link parts (features and parent: ~0.5 KB each) a worker keeps for re-scoring, at most
+LINK_CACHE = 200_000
 
 
 class _Prefixless:
@@ -64,33 +80,90 @@ class ScoringVersion:
         return version < self.current
 
 
+def is_packed(record: bytes) -> bool:
+    """Whether a shared record names codec bytes kept in ``blobs`` (its last ``REF_BYTES``)."""
+    return bool(record[FLAG] & PACKED)
+
+
+class LinkParts:
+    """What re-scoring reads of packed records (their codec's link part: features and parent), by
+    ref, for at most ``capacity`` records: those this worker queued or read, the oldest forgotten
+    first. A record whose part is not here is read from Redis (``SharedRecords.link_blobs``)."""
+
+    def __init__(self, capacity: int = LINK_CACHE):
+        self.capacity = capacity
+        # an OrderedDict drops its oldest in O(1); a dict's first key after many deletions from its
+        # front is found by scanning their empty slots
+        self._parts: OrderedDict[bytes, bytes] = OrderedDict()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def get(self, ref: bytes) -> bytes | None:
+        return self._parts.get(ref)
+
+    def put(self, ref: bytes, part: bytes) -> None:
+        parts = self._parts
+        if len(parts) >= self.capacity and ref not in parts:
+            if not parts:
+                return  # a capacity of 0: nothing kept
+            parts.popitem(last=False)  # the oldest
+        parts[ref] = part
+
+    def forget(self, ref: bytes) -> None:
+        self._parts.pop(ref, None)
+
+
 class SharedRecords:
-    def __init__(self, writes: WriteBehind, keys: Keys, codec: Codec, serializer):
+    """Entries <-> a shared frontier's records and their codec bytes (``record``, ``entry``), and
+    the link parts re-scoring reads (``link_blobs``). ``link_cache``: link parts kept at most."""
+
+    def __init__(self, writes: WriteBehind, keys: Keys, codec: Codec, serializer, link_cache: int = LINK_CACHE):
         self.writes = writes
         self.keys = keys
         self.codec = codec
         self.serializer = serializer
         self._unpack = codec.unpack
+        # the bytes of a blob re-scoring reads; the whole blob for a codec that cannot say
+        self._link_part: Callable[[bytes], bytes] = getattr(codec, "link_part", lambda blob: blob)
+        self.links = LinkParts(link_cache)
         self._seq = 0
         self._seq_end = 0
 
-    def next_seq(self) -> int:
+    def _next(self) -> int:
         if self._seq >= self._seq_end:
             end = int(self.writes.call("INCRBY", self.keys("seq"), SEQ_BLOCK))
             self._seq, self._seq_end = end - SEQ_BLOCK, end
         self._seq += 1
-        return self._seq & 0xFFFFFFFF
+        return self._seq
 
-    def record(self, entry: Entry) -> bytes:
-        packable = entry.payload is not None or entry.features is not None
-        if packable and self.codec.pack(entry) is None:
-            # not packable (a robots.txt request has no features): its request waits in Redis as a dict
-            self.writes.defer(("HSET", self.keys("requests"), entry.url,
-                               pickle.dumps(self.serializer.to_dict(entry.payload), protocol=5)))
-            entry = Entry(entry.priority, entry.url, None, None, entry.version)
-        return encode(entry, self.next_seq(), self.codec, QUEUE)
+    def next_seq(self) -> int:
+        return self._next() & 0xFFFFFFFF
 
-    def entry(self, record: bytes) -> Entry:
+    def record(self, entry: Entry) -> tuple[bytes, bytes]:
+        """``(record, codec bytes)`` of an entry (``b""`` for a record that has none): a packed
+        entry's record ends in the ref its codec bytes are kept under."""
+        blob = None
+        if entry.payload is not None or entry.features is not None:
+            blob = self.codec.pack(entry)
+            if blob is None:
+                # not packable (a robots.txt request has no features): its request waits in Redis as a dict
+                self.writes.defer(("HSET", self.keys("requests"), entry.url,
+                                   pickle.dumps(self.serializer.to_dict(entry.payload), protocol=5)))
+        n = self._next()
+        if blob is None:
+            return compact(entry.priority, n & 0xFFFFFFFF, entry.version, entry.url, "", None), b""
+        ref = n.to_bytes(REF_BYTES, "big")
+        self.links.put(ref, self._link_part(blob))
+        return compact(entry.priority, n & 0xFFFFFFFF, entry.version, entry.url, "", ref), blob
+
+    def entry(self, record: bytes, blob: bytes | None = None) -> Entry:
+        """The entry of a record and its codec bytes (as the script that took it out gave them)."""
+        if is_packed(record):
+            if blob is None:
+                raise LookupError(f"the shared frontier lost the codec bytes of {record[FLAG + 1:-REF_BYTES - 1]!r}")
+            return decode(record[:-REF_BYTES] + blob, QUEUE, self._unpack)
         entry = decode(record, QUEUE, self._unpack)
         if entry.payload is None:
             blob = self.writes.call("HGET", self.keys("requests"), entry.url)
@@ -99,5 +172,71 @@ class SharedRecords:
             entry.payload = self.serializer.from_dict(pickle.loads(blob))
         return entry
 
+    def taken(self, record: bytes, blob: bytes | None) -> Entry:
+        """The entry of a record taken out of the queue (popped, dropped): never re-scored again,
+        so its link part is not kept."""
+        if is_packed(record):
+            self.links.forget(record[-REF_BYTES:])
+        return self.entry(record, blob)
 
-__all__ = ["QUEUE", "SEQ_BLOCK", "ScoringVersion", "SharedRecords"]
+    def entries(self, pairs: list) -> list[Entry]:
+        """The entries of a flat reply ``[RECORD, BLOB, ...]`` of records taken out (DROP, DROP_HOST)."""
+        return [self.taken(r, b) for r, b in zip(pairs[::2], pairs[1::2], strict=True)]
+
+    def read(self, records: list[bytes]) -> list[Entry]:
+        """The entries of records still queued, their codec bytes read from Redis (one round trip)."""
+        refs = [r[-REF_BYTES:] for r in records if is_packed(r)]
+        blobs = iter(self.writes.call("HMGET", self.keys("blobs"), *refs) if refs else ())
+        return [self.entry(r, next(blobs) if is_packed(r) else None) for r in records]
+
+    def keep_link(self, record: bytes, blob: bytes | None) -> None:
+        """Keep the link part of a record whose codec bytes this worker has at hand (if any)."""
+        if blob is not None and is_packed(record):
+            self.links.put(record[-REF_BYTES:], self._link_part(blob))
+
+    def rescored(self, restamper: Restamper, records: list[bytes]) -> list[bytes | None]:
+        """Each record re-scored by ``restamper``: its new header on its own bytes (the same URL
+        and ref; a re-scored record differs from the stale one in its header alone), or None for
+        one whose codec bytes left Redis before this worker read them (taken out meanwhile)."""
+        readable = self.link_blobs(records)
+        present = [r for r in readable if r is not None]
+        new = iter(restamper([QUEUE] * len(present), present))
+        return [None if full is None else next(new)[:FLAG] + record[FLAG:]
+                for record, full in zip(records, readable, strict=True)]
+
+    def link_blobs(self, records: Iterable[bytes]) -> list[bytes | None]:
+        """For each record, itself with its link part in place of its ref (what re-scoring reads:
+        ``Restamper`` takes it as a packed record), the record as it is when it names none, or None
+        when its codec bytes are gone from Redis (popped or dropped meanwhile): those kept here, the
+        others read in one round trip and kept."""
+        records = list(records)
+        out: list[bytes | None] = []
+        missing: dict[bytes, list[int]] = {}
+        links = self.links
+        for i, record in enumerate(records):
+            if not is_packed(record):
+                out.append(record)
+                continue
+            ref = record[-REF_BYTES:]
+            part = links.get(ref)
+            if part is None:
+                missing.setdefault(ref, []).append(i)
+                out.append(None)
+            else:
+                out.append(record[:-REF_BYTES] + part)
+                links.hits += 1
+        if missing:
+            refs = list(missing)
+            links.misses += len(refs)
+            for ref, blob in zip(refs, self.writes.call("HMGET", self.keys("blobs"), *refs), strict=True):
+                if blob is None:
+                    continue
+                part = self._link_part(blob)
+                links.put(ref, part)
+                for i in missing[ref]:
+                    out[i] = records[i][:-REF_BYTES] + part
+        return out
+
+
+__all__ = ["LINK_CACHE", "QUEUE", "REF_BYTES", "SEQ_BLOCK", "LinkParts", "ScoringVersion", "SharedRecords",
+           "is_packed"]
