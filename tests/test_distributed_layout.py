@@ -212,3 +212,23 @@ def test_link_part_is_all_rescoring_reads():
 def test_the_scripts_find_the_ref_where_the_records_put_it():
     assert scripts.REF_BYTES == REF_BYTES
     assert records.PACKED in (4,) and records.FULL == 1  # blob_ref in scripts.py tests these flags
+
+
+def test_a_crawl_records_its_layout_and_a_crawl_of_another_is_refused(redis_url):
+    from focuscrawl.distributed.shared_records import LAYOUT, CrawlOfAnotherLayout, check_layout
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        fresh, older, newer = Keys("fresh-layout"), Keys("older-layout"), Keys("newer-layout")
+        check_layout(client, fresh)  # a new crawl takes this release's layout
+        check_layout(client, fresh)  # and a second worker joins it
+        assert client.get(fresh("layout")) == LAYOUT.encode()
+        client.set(older("seq"), 4096)  # queued pages, no layout: a crawl of the first layout
+        with pytest.raises(CrawlOfAnotherLayout, match="layout 1, this release reads layout 2"):
+            check_layout(client, older)
+        assert client.get(older("layout")) is None  # refused, it is left as it was
+        client.set(newer("layout"), "3")
+        with pytest.raises(CrawlOfAnotherLayout, match="'newer-layout'"):
+            check_layout(client, newer)
+    finally:
+        client.close()

@@ -28,6 +28,7 @@ from focuscrawl.distributed.connection import Keys, RedisUnavailable, connect, r
 from focuscrawl.distributed.crawl import SharedCrawl
 from focuscrawl.distributed.exclusion import SharedExclusionList
 from focuscrawl.distributed.revisits import SharedPlanKeeper
+from focuscrawl.distributed.shared_records import CrawlOfAnotherLayout
 from focuscrawl.extras import MissingExtra
 from focuscrawl.frontier import Entry
 from focuscrawl.politeness.gate import HostGate
@@ -71,7 +72,7 @@ class SharedBackend:
         try:
             # a record in Redis must hold its request: entries are always packed
             crawl = SharedCrawl.from_config(config, codec=packing_codec(serializer), serializer=serializer)
-        except (RedisUnavailable, MissingExtra) as exc:
+        except (RedisUnavailable, MissingExtra, CrawlOfAnotherLayout) as exc:
             raise BackendUnavailable(str(exc)) from exc
         if config.jobdir:
             logger.info("JOBDIR %s keeps this worker's own state (spider, store, learned URL aliases, hosts "

@@ -19,6 +19,7 @@ from focuscrawl.config import FocusConfig
 from focuscrawl.distributed.batch import MAX_AGE
 from focuscrawl.distributed.connection import Keys, connect, round_trips, sent_ahead
 from focuscrawl.distributed.frontier import SharedFrontier
+from focuscrawl.distributed.shared_records import check_layout
 from focuscrawl.politeness.gate import HostGate
 
 logger = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ class SharedCrawl:
 
         client = connect(config.frontier_url)
         keys = Keys(config.crawl_id)
+        check_layout(client, keys)
         # writes nothing waits for ride with the next command answered: a page's links, its host
         # released, the page done and counted cost one round trip together, not one each
         frontier = SharedFrontier(client, keys, codec, serializer, capacity=config.frontier_capacity,

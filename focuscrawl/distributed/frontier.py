@@ -35,7 +35,7 @@ from focuscrawl.distributed import scripts
 from focuscrawl.distributed.batch import Scripts, WriteBehind
 from focuscrawl.distributed.connection import Keys, redis_module
 from focuscrawl.distributed.next_ready import NextReady
-from focuscrawl.distributed.shared_records import LINK_CACHE, ScoringVersion, SharedRecords
+from focuscrawl.distributed.shared_records import ScoringVersion, SharedRecords
 from focuscrawl.frontier.entries import Codec, Entry
 from focuscrawl.frontier.records import FLAG, KEY, ORDER, priority_of
 from focuscrawl.frontier.rescoring import Rescorer, Restamper
@@ -93,7 +93,7 @@ class SharedFrontier:
                  prune_slack: float = 0.05, worker: str | None = None,
                  worker_timeout: float = DEFAULTS.worker_timeout,
                  clock: Callable[[], float] = time.monotonic, write_behind: float | None = None,
-                 link_cache: int = LINK_CACHE):
+                 link_cache: int = DEFAULTS.shared_link_cache):
         self.client = client
         self.keys = keys
         self.prefix = keys.prefix

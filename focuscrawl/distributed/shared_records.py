@@ -22,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from focuscrawl.config import DEFAULTS
 from focuscrawl.frontier.entries import Codec, Entry, decode
 from focuscrawl.frontier.records import FLAG, PACKED, compact, record_version
 
@@ -34,8 +35,8 @@ if TYPE_CHECKING:  # only names: a shared crawl's parts, which need the redis ex
 SEQ_BLOCK = 4096
 #: bytes of a packed record's ref, at its end (``scripts.REF_BYTES``)
 REF_BYTES = 8
-#: link parts (features and parent: ~0.5 KB each) a worker keeps for re-scoring, at most
-LINK_CACHE = 200_000
+#: how a crawl's records are laid out in Redis: a worker of another layout would misread them
+LAYOUT = "2"
 
 
 class _Prefixless:
@@ -50,6 +51,25 @@ class _Prefixless:
 
 #: the queue every shared record is decoded against
 QUEUE = _Prefixless()
+
+
+class CrawlOfAnotherLayout(RuntimeError):
+    """The crawl in Redis was written by a release of another record layout; the message says which."""
+
+
+def check_layout(client, keys: Keys) -> None:
+    """Record this release's layout in a new crawl, or refuse to join one of another layout: its
+    records would be misread (a crawl begun before layouts were recorded has queued records,
+    hence a seq counter, and no layout: the first)."""
+    key = keys("layout")
+    if client.get(key) is None and not client.exists(keys("seq")):
+        client.set(key, LAYOUT, nx=True)  # a second worker starting at once sets nothing
+    stored = (client.get(key) or b"1").decode()
+    if stored != LAYOUT:
+        raise CrawlOfAnotherLayout(
+            f"the shared crawl {keys.crawl_id!r} in Redis keeps its queued pages in layout {stored}, "
+            f"this release reads layout {LAYOUT}: finish it with the release that began it, or start "
+            f"a new crawl (another FOCUS_CRAWL_ID)")
 
 
 class ScoringVersion:
@@ -90,7 +110,7 @@ class LinkParts:
     ref, for at most ``capacity`` records: those this worker queued or read, the oldest forgotten
     first. A record whose part is not here is read from Redis (``SharedRecords.link_blobs``)."""
 
-    def __init__(self, capacity: int = LINK_CACHE):
+    def __init__(self, capacity: int = DEFAULTS.shared_link_cache):
         self.capacity = capacity
         # an OrderedDict drops its oldest in O(1); a dict's first key after many deletions from its
         # front is found by scanning their empty slots
@@ -119,7 +139,7 @@ class SharedRecords:
     """Entries <-> a shared frontier's records and their codec bytes (``record``, ``entry``), and
     the link parts re-scoring reads (``link_blobs``). ``link_cache``: link parts kept at most."""
 
-    def __init__(self, writes: WriteBehind, keys: Keys, codec: Codec, serializer, link_cache: int = LINK_CACHE):
+    def __init__(self, writes: WriteBehind, keys: Keys, codec: Codec, serializer, link_cache: int = DEFAULTS.shared_link_cache):
         self.writes = writes
         self.keys = keys
         self.codec = codec
@@ -238,5 +258,5 @@ class SharedRecords:
         return out
 
 
-__all__ = ["LINK_CACHE", "QUEUE", "REF_BYTES", "SEQ_BLOCK", "LinkParts", "ScoringVersion", "SharedRecords",
+__all__ = ["LAYOUT", "CrawlOfAnotherLayout", "check_layout", "QUEUE", "REF_BYTES", "SEQ_BLOCK", "LinkParts", "ScoringVersion", "SharedRecords",
            "is_packed"]
