@@ -2,7 +2,7 @@
 
 ``python bench/suite.py [--runs K] [--webs webkb,demo,langdocs,tooldocs] [--topics NAME,...]
 [--strategies learned,bestfirst,shark,bfs] [-o report.json] [--peer-results FILE.json ...]
-[-s NAME=VALUE ...] [--from report.json]``
+[-s NAME=VALUE ...] [--latency-ms MS] [--from report.json]``
 
 For each web of the catalogue (``bench/webs.py``) this machine has, and each of its topics, it does
 what ``scrapy evaluate --strategies ... --runs K`` does, with evaluate's own code: ``--runs`` crawls
@@ -75,13 +75,16 @@ class SuiteError(Exception):
 # --- crawling: scrapy evaluate's own parts ---------------------------------------------------
 
 
-def evaluate_web(web: webs.Web, topics, strategies, runs: int, workdir: Path, settings=(), models=None):
+def evaluate_web(web: webs.Web, topics, strategies, runs: int, workdir: Path, settings=(), models=None,
+                 latency_ms: float = 0.0):
     """``scrapy evaluate --strategies ... --runs ...`` of each topic of ``web``, yielding
     (topic, its report) or (topic, the reason it failed). It is evaluate's code (every crawl
     through a fresh replay by ``crawl_replay``, scored by ``evaluate_strategies``), with the web's
     link graph built once for all its topics rather than once a topic (it parses every recorded
     page: the costliest step after the crawls).
     ``models`` maps a topic's name to its model (default: trained from the web's example pages).
+    ``latency_ms``: the replay answers each request that late (a crawl's speed is part of what
+    it is measured at: the crawl's order depends on it).
     Each topic's report and evaluate's table and output go to ``workdir``."""
     from focuscrawl.commandbase import CommandError
     from focuscrawl.commands.evaluate import crawl_replay, evaluate_strategies, format_table as evaluate_table
@@ -110,7 +113,7 @@ def evaluate_web(web: webs.Web, topics, strategies, runs: int, workdir: Path, se
                     for run in range(1, runs + 1):
                         began = time.monotonic()
                         logs[name].append(crawl_replay(recorded, str(seeds), str(model), web.budget,
-                                                       [*settings, f"FOCUS_STRATEGY={name}"],
+                                                       [*settings, f"FOCUS_STRATEGY={name}"], latency_ms=latency_ms,
                                                        which=f" (FOCUS_STRATEGY={name}, crawl {run} of {runs})"))
                         walls.append(time.monotonic() - began)
                 began = time.monotonic()
@@ -422,6 +425,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-o", "--output", metavar="FILE.json", help="write every row and the summary as JSON")
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for every crawl (passed to scrapy evaluate)")
+    parser.add_argument("--latency-ms", type=float, default=0.0, metavar="MS",
+                        help="the replay answers each request MS milliseconds late (default 0): the suite at "
+                             "another speed")
     parser.add_argument("--from", dest="previous", metavar="REPORT.json",
                         help="crawl nothing: the table of a previous run's -o report (with any --peer-results)")
     parser.add_argument("--workdir", metavar="DIR",
@@ -443,6 +449,8 @@ def run(args) -> int:
 
     if args.runs < 1:
         raise SuiteError(f"--runs must be at least 1, not {args.runs}")
+    if not args.latency_ms >= 0:
+        raise SuiteError(f"--latency-ms must not be negative, not {args.latency_ms}")
     strategies = parse_names(args.strategies, KNOWN, "--strategies")
     names = parse_names(args.webs, webs.WEB_NAMES, "--webs")
     topics = parse_names(args.topics, None, "--topics")
@@ -487,7 +495,8 @@ def run(args) -> int:
         print(f"{web.name}: {', '.join(t.name for t in topics)} with {', '.join(strategies)}, "
               f"{args.runs} run{'s' if args.runs > 1 else ''} each, budget {web.budget} ...", flush=True)
         began = time.monotonic()
-        for topic, report in evaluate_web(web, topics, strategies, args.runs, workdir, args.set):
+        for topic, report in evaluate_web(web, topics, strategies, args.runs, workdir, args.set,
+                                          latency_ms=args.latency_ms):
             key = f"{web.name}/{topic.name}"
             timings[key] = round(time.monotonic() - began, 1)  # the first topic's includes the web's graph
             began = time.monotonic()
@@ -549,6 +558,7 @@ def write_output(args, strategies, found: webs.Suite, rows, peers, failed, timin
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(["python", "bench/suite.py", *sys.argv[1:]]),
         "runs": args.runs, "strategies": strategies, "settings": args.set,
+        "latency_ms": getattr(args, "latency_ms", 0.0), "load": load_average(),
         "budgets": {web.name: web.budget for web in found.webs},
         "skipped": found.skipped, "failed": failed, "peers": peers,
         "seconds": {"total": round(time.monotonic() - started, 1), "per_topic": timings,
@@ -558,6 +568,15 @@ def write_output(args, strategies, found: webs.Suite, rows, peers, failed, timin
     partial = Path(args.output).with_suffix(".partial")
     partial.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     os.replace(partial, args.output)
+
+
+def load_average() -> list[float] | None:
+    """The machine's load over 1, 5 and 15 minutes as the report is written: a crawl's order depends
+    on its speed, and a shared machine's load is part of it."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def focuscrawl_version() -> str:

@@ -364,6 +364,8 @@ class FocusScheduler:
             meta[M.EXPLAIN] = self.strategy.explain(entry.url, meta) if meta.get(M.REVISIT) is None else []
             self.strategy.released(entry.url)
             self.stats.inc_value("focus/requests_released")
+            # how much the order decided now could not know yet (per request: / requests_released)
+            self.stats.inc_value("focus/requests_released/unseen", self.downloader.unseen())
         else:
             self.stats.inc_value("focus/robots/requests")
         return request

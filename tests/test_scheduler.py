@@ -771,3 +771,25 @@ def test_the_learner_is_rewarded_by_each_scored_page_s_rank_among_the_crawl_s_pa
         assert learner.nodes["http://h0.test/3.html"].reward < 0  # waste
     finally:
         scheduler.close("finished")
+
+
+def test_each_release_counts_the_requests_whose_pages_the_spider_has_not_seen_yet():
+    """What a decision could not know: requests in the downloader, and responses queued for or in
+    a callback (``focus/requests_released/unseen``, summed over releases); none without an engine."""
+    from collections import deque
+
+    scheduler = make_scheduler()
+    assert scheduler.downloader.unseen() == 0  # no engine: a scheduler driven by hand
+    slot = SimpleNamespace(queue=deque(["response"]), active={"in a callback"})
+    scheduler.crawler.engine = SimpleNamespace(downloader=SimpleNamespace(active={"a", "b", "c"}),
+                                               scraper=SimpleNamespace(slot=slot))
+    spider = scheduler.spider
+    for host in ("a.test", "b.test"):
+        url = f"http://{host}/page"
+        scheduler.frontier.push(host, Entry(1.0, url, Request(url, callback=spider.parse)))
+    assert scheduler.next_request() is not None
+    assert scheduler.stats.get_value("focus/requests_released/unseen") == 5
+    slot.queue.clear()
+    assert scheduler.next_request() is not None
+    assert scheduler.stats.get_value("focus/requests_released/unseen") == 9
+    assert scheduler.stats.get_value("focus/requests_released") == 2

@@ -150,6 +150,8 @@ def test_bad_peer_results_and_options_are_one_error_line(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: --webs 'intranet'")
     assert suite.main(["-s", "FOCUS_STRATEGY=bfs"]) == 2
     assert capsys.readouterr().err.startswith("error: -s FOCUS_STRATEGY")
+    assert suite.main(["--latency-ms", "-5", "--webs", "demo"]) == 2
+    assert capsys.readouterr().err.startswith("error: --latency-ms must not be negative")
 
 
 def test_a_previous_report_is_shown_with_the_peers_without_crawling(tmp_path, capsys):

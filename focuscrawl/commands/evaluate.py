@@ -388,10 +388,11 @@ class Command(FocusCommand):
 
 
 def crawl_replay(web, seeds: str, model: str, budget: int, settings=(), latency_ms: float = 0.0,
-                 which: str = "") -> list[dict]:
+                 which: str = "", keep_output: str | Path | None = None) -> list[dict]:
     """One ``scrapy crawl focused`` (``settings`` as its -s, see ``crawl_command``) through a fresh
     replay of the recorded ``web``: the replay server's log. CommandError if the crawl fails (its
-    output is kept and named)."""
+    output is kept and named). ``keep_output``: a file the crawl's own output (its log and stats)
+    is copied to."""
     workdir = Path(tempfile.mkdtemp(prefix="focuscrawl-evaluate-"))
     server_log = workdir / "server.jsonl"
     crawl_log = workdir / "crawl.log"
@@ -412,5 +413,7 @@ def crawl_replay(web, seeds: str, model: str, budget: int, settings=(), latency_
         raise CommandError(f"the crawl failed (exit {result.returncode}): {tail[0] if tail else 'no output'}; "
                            f"full output in {crawl_log}")
     log = read_log(server_log)
+    if keep_output is not None:
+        shutil.copyfile(crawl_log, keep_output)
     shutil.rmtree(workdir, ignore_errors=True)
     return log

@@ -46,6 +46,21 @@ class DownloaderAdapter:
         if slot is not None:
             slot.nextcall.schedule()
 
+    def unseen(self) -> int:
+        """Requests released whose responses the spider has not finished with (in the downloader,
+        or queued for or in a callback): what a decision made now does not know yet."""
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:  # Scrapy 2.19: no engine before the crawl starts
+            engine = None
+        if engine is None:  # not crawling (a scheduler driven by hand)
+            return 0
+        count = len(getattr(engine.downloader, "active", ()))
+        slot = getattr(getattr(engine, "scraper", None), "slot", None)
+        if slot is not None:
+            count += len(slot.queue) + len(slot.active)
+        return count
+
     @staticmethod
     def call_soon(func: Callable[[], Any]):
         """``func`` in a later reactor turn (a cancellable call)."""
