@@ -409,12 +409,39 @@ def suite_cases(names: list[str], topics: list[str] | None = None, words: bool =
     return cases, skipped
 
 
+def few_page_model(web, topic, count: int, contrast: int, seed: int = 0) -> TopicModel:
+    """The model a user with ``count`` on-topic pages makes (``bench/draw_examples.py``: drawn with
+    ``seed`` from the web's training-host pages, trained against the background corpus); with
+    ``contrast``, its links read by the words the pages share and that many other pages of their
+    sites (drawn with ``seed``, whatever their label) do not (``query.attach_link_reading``)."""
+    from draw_examples import draw, site_sample  # bench/, on sys.path (suite_cases)
+
+    from focuscrawl.relevance import train_topic_model
+    from focuscrawl.relevance.examples import Example
+    from focuscrawl.relevance.query import attach_link_reading, page_words
+
+    examples_path = web.cache("examples.jsonl")
+    with examples_path.open(encoding="utf-8") as lines:
+        pages = draw(lines, list(topic.positive), count, seed)
+    examples = [Example(p.get("url", ""), p.get("title", ""), p.get("text", ""), p["label"]) for p in pages]
+    model, _ = train_topic_model(examples, [topic.positive[0]], cv_folds=0)
+    if contrast:
+        with examples_path.open(encoding="utf-8") as lines:
+            others = site_sample(lines, pages, contrast, seed)
+        words = attach_link_reading(model, [page_words(p.get("url", ""), p.get("title", ""), p.get("text", "")) for p in pages],
+                                    [page_words(p.get("url", ""), p.get("title", ""), p.get("text", "")) for p in others],
+                                    f"{len(others)} other pages of the pages' sites")
+        print(f"  {web.name}/{topic.name}: links read by {', '.join(w for w, _ in words) or 'nothing'} "
+              f"(against {len(others)} pages of the same sites)", file=sys.stderr)
+    return model
+
+
 def run_suite(args, oracle) -> int:
     """``--webs``: each web and topic of the suite, recall at the web's budget and harvest@500 (or
     at the budget, when smaller), with standard errors over the runs, and the suite's mean."""
     started = time.time()
     cases, skipped = suite_cases(args.webs.split(","), [t for t in args.targets.split(",") if t] or None,
-                                 words=args.words)
+                                 words=args.words or bool(args.pages))
     for name, why in skipped.items():
         print(f"{name}: skipped: {why}", file=sys.stderr)
     if not cases:
@@ -434,7 +461,12 @@ def run_suite(args, oracle) -> int:
         if parsed is None:
             webs.clear()  # one web in memory at a time (langdocs parsed is ~1 GB)
             parsed = webs[web.warc] = Web.cached(web.warc, web.aliases, args.cache)
-        model = build_query_model(topic.words) if args.words else TopicModel.load(model_path)
+        if args.words:
+            model = build_query_model(topic.words)
+        elif args.pages:
+            model = few_page_model(web, topic, args.pages, args.contrast)
+        else:
+            model = TopicModel.load(model_path)
         relevance = Relevance(load_labels(web.labels), topic.positive, parsed.same)
         reachable = len(reachable_relevant(parsed.graph, web.seeds, relevance)) or 1
         budget = args.budget or web.budget
@@ -475,6 +507,12 @@ def main(argv=None) -> int:
     parser.add_argument("--words", action="store_true",
                         help="with --webs: each topic's model made from its words (scrapy train --query "
                              "Topic.words), not from example pages")
+    parser.add_argument("--pages", type=int, default=0, metavar="N",
+                        help="with --webs: each topic's model made from N on-topic pages of its training hosts "
+                             "(bench/draw_examples.py, seed 0) against the background corpus")
+    parser.add_argument("--contrast", type=int, default=0, metavar="K",
+                        help="with --pages: their links read by the words the N pages share and K other pages "
+                             "of their sites do not (query.attach_link_reading)")
     parser.add_argument("--strategy", default="learned", metavar="NAME[,NAME]",
                         help=f"what orders the frontier: {', '.join(STRATEGIES)} (default learned)")
     parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))
