@@ -45,6 +45,10 @@ but links a page that is (a perfect one-step hub model). They combine: ``--oracl
                              [--oracle page|value|live|hub|live,hub] [--rank 300,600] [--jobs 2]
                              [--jitter 0.03] [--first-run 33] [--version-every 16]
 
+``--webs NAME,... --pages 10 [--contrast 200]`` screens the start from ten on-topic pages (drawn as
+``bench/draw_examples.py`` draws them), with ``--contrast`` their links read by the words the ten
+share and a sample of their sites' other pages does not.
+
 DIR holds TARGET.joblib for each target (``scrapy train ... --exclude-host
 'cornell|utexas|washington|wisc' -o DIR/TARGET.joblib``).
 """
@@ -409,33 +413,6 @@ def suite_cases(names: list[str], topics: list[str] | None = None, words: bool =
     return cases, skipped
 
 
-def few_page_model(web, topic, count: int, contrast: int, seed: int = 0) -> TopicModel:
-    """The model a user with ``count`` on-topic pages makes (``bench/draw_examples.py``: drawn with
-    ``seed`` from the web's training-host pages, trained against the background corpus); with
-    ``contrast``, its links read by the words the pages share and that many other pages of their
-    sites (drawn with ``seed``, whatever their label) do not (``query.attach_link_reading``)."""
-    from draw_examples import draw, site_sample  # bench/, on sys.path (suite_cases)
-
-    from focuscrawl.relevance import train_topic_model
-    from focuscrawl.relevance.examples import Example
-    from focuscrawl.relevance.query import attach_link_reading, page_words
-
-    examples_path = web.cache("examples.jsonl")
-    with examples_path.open(encoding="utf-8") as lines:
-        pages = draw(lines, list(topic.positive), count, seed)
-    examples = [Example(p.get("url", ""), p.get("title", ""), p.get("text", ""), p["label"]) for p in pages]
-    model, _ = train_topic_model(examples, [topic.positive[0]], cv_folds=0)
-    if contrast:
-        with examples_path.open(encoding="utf-8") as lines:
-            others = site_sample(lines, pages, contrast, seed)
-        words = attach_link_reading(model, [page_words(p.get("url", ""), p.get("title", ""), p.get("text", "")) for p in pages],
-                                    [page_words(p.get("url", ""), p.get("title", ""), p.get("text", "")) for p in others],
-                                    f"{len(others)} other pages of the pages' sites")
-        print(f"  {web.name}/{topic.name}: links read by {', '.join(w for w, _ in words) or 'nothing'} "
-              f"(against {len(others)} pages of the same sites)", file=sys.stderr)
-    return model
-
-
 def run_suite(args, oracle) -> int:
     """``--webs``: each web and topic of the suite, recall at the web's budget and harvest@500 (or
     at the budget, when smaller), with standard errors over the runs, and the suite's mean."""
@@ -464,6 +441,8 @@ def run_suite(args, oracle) -> int:
         if args.words:
             model = build_query_model(topic.words)
         elif args.pages:
+            from draw_examples import few_page_model  # bench/, on sys.path (suite_cases)
+
             model = few_page_model(web, topic, args.pages, args.contrast)
         else:
             model = TopicModel.load(model_path)
