@@ -21,6 +21,7 @@ import json
 import random
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 
 def draw(lines, labels: list[str], count: int, seed: int) -> list[dict]:
@@ -32,6 +33,43 @@ def draw(lines, labels: list[str], count: int, seed: int) -> list[dict]:
     return [dict(page, label=labels[0]) for page in pages[:count]]
 
 
+def site_sample(lines, pages: list[dict], count: int, seed: int) -> list[dict]:
+    """``count`` pages of ``lines`` on the sites (hosts) of ``pages`` but not among them, whatever
+    their label, drawn with ``seed``: what a user who picked ``pages`` finds on the same sites
+    without picking it, the contrast that tells the topic's words from the sites'."""
+    hosts = {urlsplit(page.get("url", "")).hostname for page in pages} - {None}
+    picked = {page.get("url") for page in pages}
+    others = [page for page in (json.loads(line) for line in lines if line.strip())
+              if urlsplit(page.get("url", "")).hostname in hosts and page.get("url") not in picked]
+    random.Random(seed).shuffle(others)
+    return [dict(page, label="site") for page in others[:count]]
+
+
+def few_page_model(web, topic, count: int, contrast: int, seed: int = 0):
+    """The model a user with ``count`` on-topic pages makes (``bench/draw_examples.py``: drawn with
+    ``seed`` from the web's training-host pages, trained against the background corpus); with
+    ``contrast``, its links read by the words the pages share and that many other pages of their
+    sites (drawn with ``seed``, whatever their label) do not (``query.attach_link_reading``)."""
+    from focuscrawl.relevance import train_topic_model
+    from focuscrawl.relevance.examples import Example
+    from focuscrawl.relevance.query import attach_link_reading, page_words
+
+    examples_path = web.cache("examples.jsonl")
+    with examples_path.open(encoding="utf-8") as lines:
+        pages = draw(lines, list(topic.positive), count, seed)
+    examples = [Example(p.get("url", ""), p.get("title", ""), p.get("text", ""), p["label"]) for p in pages]
+    model, _ = train_topic_model(examples, [topic.positive[0]], cv_folds=0)
+    if contrast:
+        with examples_path.open(encoding="utf-8") as lines:
+            others = site_sample(lines, pages, contrast, seed)
+        words = attach_link_reading(model, [page_words(p.get("url", ""), p.get("title", ""), p.get("text", "")) for p in pages],
+                                    [page_words(p.get("url", ""), p.get("title", ""), p.get("text", "")) for p in others],
+                                    f"{len(others)} other pages of the pages' sites")
+        print(f"{web.name}/{topic.name}: links read by {', '.join(w for w, _ in words) or 'nothing'} "
+              f"(against {len(others)} pages of the same sites)", file=sys.stderr)
+    return model
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("examples", type=Path, help="a JSON-lines example set")
@@ -39,6 +77,10 @@ def main(argv=None) -> int:
     parser.add_argument("--label", required=True, help="the on-topic label(s), comma-separated")
     parser.add_argument("--count", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--contrast", type=Path, metavar="FILE",
+                        help="also write --contrast-count other pages of the drawn pages' sites here "
+                             "(scrapy train --contrast FILE)")
+    parser.add_argument("--contrast-count", type=int, default=200)
     args = parser.parse_args(argv)
     labels = [label for label in args.label.split(",") if label]
     try:
@@ -54,6 +96,13 @@ def main(argv=None) -> int:
         for page in pages:
             out.write(json.dumps(page) + "\n")
     print(f"{len(pages)} example pages written to {args.output}")
+    if args.contrast:
+        with args.examples.open(encoding="utf-8") as lines:
+            others = site_sample(lines, pages, args.contrast_count, args.seed)
+        with args.contrast.open("w", encoding="utf-8") as out:
+            for page in others:
+                out.write(json.dumps(page) + "\n")
+        print(f"{len(others)} other pages of their sites written to {args.contrast}")
     return 0
 
 

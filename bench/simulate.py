@@ -45,6 +45,10 @@ but links a page that is (a perfect one-step hub model). They combine: ``--oracl
                              [--oracle page|value|live|hub|live,hub] [--rank 300,600] [--jobs 2]
                              [--jitter 0.03] [--first-run 33] [--version-every 16]
 
+``--webs NAME,... --pages 10 [--contrast 200]`` screens the start from ten on-topic pages (drawn as
+``bench/draw_examples.py`` draws them), with ``--contrast`` their links read by the words the ten
+share and a sample of their sites' other pages does not.
+
 DIR holds TARGET.joblib for each target (``scrapy train ... --exclude-host
 'cornell|utexas|washington|wisc' -o DIR/TARGET.joblib``).
 """
@@ -414,7 +418,7 @@ def run_suite(args, oracle) -> int:
     at the budget, when smaller), with standard errors over the runs, and the suite's mean."""
     started = time.time()
     cases, skipped = suite_cases(args.webs.split(","), [t for t in args.targets.split(",") if t] or None,
-                                 words=args.words)
+                                 words=args.words or bool(args.pages))
     for name, why in skipped.items():
         print(f"{name}: skipped: {why}", file=sys.stderr)
     if not cases:
@@ -434,7 +438,14 @@ def run_suite(args, oracle) -> int:
         if parsed is None:
             webs.clear()  # one web in memory at a time (langdocs parsed is ~1 GB)
             parsed = webs[web.warc] = Web.cached(web.warc, web.aliases, args.cache)
-        model = build_query_model(topic.words) if args.words else TopicModel.load(model_path)
+        if args.words:
+            model = build_query_model(topic.words)
+        elif args.pages:
+            from draw_examples import few_page_model  # bench/, on sys.path (suite_cases)
+
+            model = few_page_model(web, topic, args.pages, args.contrast)
+        else:
+            model = TopicModel.load(model_path)
         relevance = Relevance(load_labels(web.labels), topic.positive, parsed.same)
         reachable = len(reachable_relevant(parsed.graph, web.seeds, relevance)) or 1
         budget = args.budget or web.budget
@@ -475,6 +486,12 @@ def main(argv=None) -> int:
     parser.add_argument("--words", action="store_true",
                         help="with --webs: each topic's model made from its words (scrapy train --query "
                              "Topic.words), not from example pages")
+    parser.add_argument("--pages", type=int, default=0, metavar="N",
+                        help="with --webs: each topic's model made from N on-topic pages of its training hosts "
+                             "(bench/draw_examples.py, seed 0) against the background corpus")
+    parser.add_argument("--contrast", type=int, default=0, metavar="K",
+                        help="with --pages: their links read by the words the N pages share and K other pages "
+                             "of their sites do not (query.attach_link_reading)")
     parser.add_argument("--strategy", default="learned", metavar="NAME[,NAME]",
                         help=f"what orders the frontier: {', '.join(STRATEGIES)} (default learned)")
     parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))

@@ -35,3 +35,16 @@ def test_no_page_of_the_label_is_one_error_line(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: no page")
     assert tool.main([str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--label", "text"]) == 2
     assert capsys.readouterr().err.startswith("error: cannot read")
+
+
+def test_the_contrast_is_other_pages_of_the_drawn_pages_sites(tmp_path):
+    tool = load_bench("draw_examples")
+    examples = tmp_path / "examples.jsonl"
+    lines = [{"url": f"http://{host}/{i}", "title": "", "text": "t", "label": label}
+             for i, (host, label) in enumerate([("a.test", "text"), ("a.test", "other"), ("b.test", "other"),
+                                                ("a.test", "other"), ("a.test", "text")])]
+    examples.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    out, contrast = tmp_path / "ten.jsonl", tmp_path / "contrast.jsonl"
+    assert tool.main([str(examples), "-o", str(out), "--label", "text", "--contrast", str(contrast)]) == 0
+    others = [json.loads(line) for line in contrast.read_text(encoding="utf-8").splitlines()]
+    assert sorted(page["url"] for page in others) == ["http://a.test/1", "http://a.test/3"]

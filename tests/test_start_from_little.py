@@ -330,3 +330,55 @@ def test_a_crawl_whose_round_runs_past_its_limit_keeps_its_model_and_grows_no_mo
     for i in range(30):
         part.page_scored(page=SimpleNamespace(page_score=0.1, title="t", text=f"page {i}"))
     assert part.running is None and not used and grower.model is prior
+
+
+# --- a few on-topic pages: the words to read on links ----------------------------------------
+
+SITE = "manual index chapter next previous home copyright license see also".split()
+
+
+def test_the_words_read_on_links_are_the_pages_and_not_their_sites():
+    from focuscrawl.relevance.query import distinctive_words, page_words
+
+    rng = random.Random(0)
+    mine = [page_words(f"http://docs.test/regex/regex_{i}.html", "", page(SITE + ["regex", "match", "pattern"], rng))
+            for i in range(10)]
+    others = [page_words(f"http://docs.test/io/file_{i}.html", "", page(SITE + ["file", "stream"], rng))
+              for i in range(40)]
+    words = dict(distinctive_words(mine, others))
+    assert {"regex", "match", "pattern"} <= set(words)  # "regex" also from the URLs' identifiers
+    assert not set(words) & set(SITE + FILLER)  # shared, but by the sites' other pages too
+    assert all(lift > 0.69 for lift in words.values())
+    assert distinctive_words(mine, mine) == []  # nothing is distinctive against the pages themselves
+    assert len(distinctive_words(mine, others, count=2)) == 2
+
+
+def test_a_word_on_few_of_the_pages_is_not_theirs():
+    from focuscrawl.relevance.query import distinctive_words
+
+    mine = ["thread mutex"] * 4 + ["thread lock"] + ["thread"] * 5
+    assert [w for w, _ in distinctive_words(mine, ["page"] * 20)] == ["thread"]
+
+
+def test_a_few_pages_model_reads_links_by_their_distinctive_words(tmp_path):
+    from focuscrawl.relevance.query import attach_link_reading, page_words
+
+    rng = random.Random(1)
+    examples = [Example(f"http://u.test/c/{i}", "course", page(COURSE, rng), "course") for i in range(10)]
+    contrast = [page(PEOPLE, rng) for _ in range(30)]
+    model, _ = train_topic_model(examples, ["course"], cv_folds=0)
+    assert model.link_pipeline is None
+    words = attach_link_reading(model, [page_words(e.url, e.title, e.text) for e in examples], contrast, "30 pages")
+    assert words and model.link_pipeline is not None
+    links = model.metadata["links"]
+    assert links["kind"] == "query" and set(links["words"]) == {w for w, _ in words}
+    assert links["contrast"] == {"source": "30 pages", "pages": 30, "shared_by": 0.5, "ratio": 2.0}
+    assert not model.learned_links  # the crawl's learner still learns the links' other words
+    model.save(tmp_path / "m.joblib")
+    again = TopicModel.load(tmp_path / "m.joblib")
+    named, unnamed = again.score_links([(f"{words[0][0]} {words[1][0]}", "", "http://u.test/x"),
+                                        ("Jane Doe", "", "http://u.test/jd")])
+    assert named > 0.5 > unnamed
+    bare, _ = train_topic_model(examples, ["course"], cv_folds=0)
+    assert attach_link_reading(bare, ["a b"] * 3, ["a b"] * 3, "same") == []
+    assert bare.link_pipeline is None and bare.metadata["links"]["kind"] == "none"

@@ -153,6 +153,29 @@ def test_on_topic_examples_alone_train_against_the_background(inputs):
     assert model.score("mail", "a mail transfer agent for Debian systems, with sound and graphics") < 0.5
 
 
+def test_on_topic_examples_alone_read_links_by_the_words_their_sites_lack(inputs):
+    """--contrast: the other pages of the sites (here the WARC, labels ignored) tell the course
+    pages' own words from the sites'."""
+    import json
+
+    ten = inputs["work"] / "ten.jsonl"
+    ten.write_text("".join(json.dumps({"url": p["url"], "html": p["html"].decode(), "label": "course"}) + "\n"
+                           for p in corpus()[:8]), encoding="utf-8")
+    result = scrapy(["train", str(ten), "--positive", "course", "--contrast", str(inputs["warc"]),
+                     "-o", "m.joblib", "--cv-folds", "0"], inputs["work"])
+    assert result.returncode == 0, result.stderr
+    assert "links read by the words at least half the 8 pages use and the 16 contrast pages" in result.stdout
+    links = TopicModel.load(inputs["work"] / "m.joblib").metadata["links"]
+    assert links["kind"] == "query" and set(links["words"]) <= set(COURSE_WORDS) | {"course"}  # their URLs say it
+    assert links["contrast"]["pages"] == 16 and "pages.warc.gz" in links["contrast"]["source"]
+    cases = (([str(inputs["folder"]), "--positive", "course", "--contrast", str(inputs["warc"])],
+              "--contrast is for on-topic examples alone"),
+             ([str(ten), "--positive", "course", "--contrast", "nowhere.jsonl"], "no such file"))
+    for args, fragment in cases:
+        assert_one_error(scrapy(["train", *args, "-o", "e.joblib"], inputs["work"]), fragment)
+    assert not (inputs["work"] / "e.joblib").exists()
+
+
 def test_train_from_words(inputs):
     result = scrapy(["train", "--query", "course syllabus lecture homework", "-o", "q.joblib"], inputs["work"])
     assert result.returncode == 0, result.stderr

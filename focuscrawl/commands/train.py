@@ -52,6 +52,10 @@ class Command(FocusCommand):
                            help="on-topic pages by address, one URL a line, fetched politely (robots.txt, "
                                 "focuscrawl's User-Agent, the http_proxy of the environment, no private "
                                 "networks) and kept beside the model as OUTPUT.urls.jsonl")
+        group.add_argument("--contrast", metavar="PATH", action="append",
+                           help="with on-topic examples alone: other pages of the same sites that are not what "
+                                "you want (JSON lines, a folder, a WARC or a crawl store; labels ignored; may be "
+                                "repeated); links are then read by the words your pages share and these do not")
         group.add_argument("--grow", action="store_true",
                            help="mark a model made from words or on-topic pages alone to grow from the crawl's "
                                 "pages as the crawl goes (FOCUS_GROW_MODEL overrides)")
@@ -144,6 +148,8 @@ class Command(FocusCommand):
             print(f"  {label:<20} {count:>7}{mark}")
         print(f"positive: {report['n_positive']}  negative: {report['n_negative']}")
         _print_off_topic(report["off_topic"])
+        if opts.contrast:
+            self._read_links_by_contrast(model, examples, positive, opts.contrast, report)
         if opts.grow:
             if report["off_topic"].get("kind") != "background":
                 raise CommandError("--grow is for a model from words or on-topic pages alone; this one has "
@@ -157,15 +163,48 @@ class Command(FocusCommand):
             )
         else:
             print("cross-validation skipped (0 folds asked, or a class has a single example)")
-        _print_link_report(report.get("links"), examples, asked=keep_links,
-                           why="--no-link-model" if opts.no_link_model else
-                           f"{base_path} has none: the crawl learns its links' words as it goes")
+        if not (model.metadata.get("links") or {}).get("words"):
+            _print_link_report(report.get("links"), examples, asked=keep_links,
+                               why="--no-link-model" if opts.no_link_model else
+                               f"{base_path} has none: the crawl learns its links' words as it goes")
         try:
             model.save(output)
         except OSError as exc:
             raise CommandError(f"cannot write model to {output}: {exc.strerror or exc}") from None
         print(f"model written to {output}")
 
+
+    @staticmethod
+    def _read_links_by_contrast(model, examples, positive: list[str], paths: list[str], report: dict) -> None:
+        """A written link reading for a model trained from on-topic pages alone: the words its pages
+        share and ``paths`` (pages of the same sites the user did not pick) do not."""
+        from focuscrawl.relevance import ExamplesError
+        from focuscrawl.relevance.examples import load_contrast
+        from focuscrawl.relevance.query import attach_link_reading, page_words
+
+        if report["off_topic"].get("kind") != "background":
+            raise CommandError("--contrast is for on-topic examples alone; these have off-topic examples, "
+                               "which teach the links themselves")
+        try:
+            contrast = load_contrast(paths)
+        except ExamplesError as exc:
+            raise CommandError(f"--contrast: {exc}") from None
+        mine = [e for e in examples if e.label in positive or e.label == ON_TOPIC]
+        picked = {e.url for e in mine if e.url}
+        contrast = [e for e in contrast if e.url not in picked]
+        if not contrast:
+            raise CommandError(f"--contrast {' '.join(paths)} has no page that is not one of the examples")
+        source = f"{len(contrast)} page(s) of {', '.join(str(Path(p).resolve()) for p in paths)}"
+        words = attach_link_reading(model, [page_words(e.url, e.title, e.text) for e in mine],
+                                    [page_words(e.url, e.title, e.text) for e in contrast], source)
+        if words:
+            print(f"links read by the words at least half the {len(mine)} pages use and the {len(contrast)} "
+                  "contrast pages seldom do (each with the log of how many times as often the pages use it):")
+            print("  " + "  ".join(f"{word} {lift:.2f}" for word, lift in words))
+            print(f"  a link naming one of them is even odds ({model.metadata['links']['even_coverage']:.2f} of their weight)")
+        else:
+            print(f"links: no word the pages share is rare in the {len(contrast)} contrast pages; "
+                  "links are valued by the topic model")
 
     def _from_crawl(self, args, opts, base, base_path, output: Path, folds: int) -> None:
         """Retrain a model made from words or on-topic pages alone from what its crawl found: the

@@ -478,6 +478,37 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+class _AnyLabel:
+    """Labels that give every page one label: pages read for their words, whatever they are about."""
+
+    def __init__(self, label: str):
+        self.label = label
+
+    def get(self, *urls) -> str:
+        return self.label
+
+
+#: the label of a page read as a contrast (``load_contrast``)
+CONTRAST = "contrast"
+
+
+def load_contrast(paths) -> ExampleList:
+    """Pages of any supported format read for their words alone, their labels ignored: pages of the
+    same sites as a few on-topic examples that the user did not pick (``scrapy train --contrast``).
+    A WARC's and a crawl store's pages need no labels file; a JSON line needs a ``url`` or a
+    ``label`` to be read. Deduplicated by URL."""
+    out = ExampleList()
+    seen: set[str] = set()
+    for path in map(Path, [paths] if isinstance(paths, (str, Path)) else paths):
+        for example in _read_any(path, _AnyLabel(CONTRAST), path, out.skipped, None, out.link_notes):
+            if example.url and example.url in seen:
+                out.skipped["duplicate url"] += 1
+                continue
+            seen.add(example.url)
+            out.append(Example(example.url, example.title, example.text, CONTRAST))
+    return out
+
+
 #: the label of a crawled page the crawl did not judge relevant (``judged_by_crawl``)
 CRAWLED = "crawled"
 

@@ -40,7 +40,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 
 import focuscrawl
-from focuscrawl.relevance.model import TopicModel, TrainingError, model_document
+from focuscrawl.relevance.model import MAX_TEXT_CHARS, TopicModel, TrainingError, model_document
 from focuscrawl.urls import url_tokens
 
 #: coverage at which a page is as likely on topic as not: half the query's weight
@@ -54,6 +54,8 @@ SLOPE = 6.0
 EVEN_LINK_WORDS = 1.0
 #: a query needs at least one word of this many letters or more
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
+#: a word inside an identifier or a path: letters and digits between anything else (underscores too)
+_WORD_PART = re.compile(r"(?u)[^\W_]{2,}")
 
 
 def query_terms(words: str) -> list[str]:
@@ -162,3 +164,78 @@ def _link_pipeline(vectorizer: TfidfVectorizer, coef: np.ndarray, terms: list[st
     classifier.intercept_ = np.array([-SLOPE * EVEN_LINK_WORDS / len(set(terms))])
     classifier.n_features_in_ = coef.shape[1]
     return Pipeline([("tfidf", links), ("classifier", classifier)])
+
+
+#: a word read on links from a few on-topic pages is one at least this share of them use
+SHARED_BY = 0.5
+#: ... and this many times as often as the contrast's pages use it (Laplace-smoothed shares)
+DISTINCT_RATIO = 2.0
+#: as many words as a typed query has
+LINK_WORD_COUNT = 6
+
+
+def page_words(url: str, title: str, text: str) -> str:
+    """What ``distinctive_words`` reads of a page: its URL's words (a link to it names them), its
+    title and its text."""
+    return f"{' '.join(url_tokens(url)) if url else ''} {title or ''} {(text or '')[:MAX_TEXT_CHARS]}"
+
+
+def distinctive_words(pages: list[str], contrast: list[str], count: int = LINK_WORD_COUNT,
+                      shared_by: float = SHARED_BY, ratio: float = DISTINCT_RATIO) -> list[tuple[str, float]]:
+    """The words a few on-topic ``pages`` share and the ``contrast`` pages (other pages of the same
+    sites, which the user did not pick) do not: ``(word, log of the two shares' ratio)``, most
+    distinctive first, at most ``count``.
+
+    A word qualifies when at least ``shared_by`` of the pages use it and they use it at least
+    ``ratio`` times as often as the contrast does (each share Laplace-smoothed, so a word the
+    contrast never uses is not infinitely distinctive on ten pages). The contrast is what makes
+    the words the topic's rather than the site's: ten pages of one manual share its name, its
+    header's and its footer's words, and so do the manual's other pages; against a corpus from
+    elsewhere those words look as topical as the topic's own."""
+    if not pages:
+        return []
+    # identifiers split into their words (``regex_search``, ``boost/xpressive/regex_primitives.hpp``),
+    # as the link reading splits a URL's path: a word the pages use inside their names is theirs too
+    analyze = TfidfVectorizer(strip_accents="unicode", token_pattern=_WORD_PART.pattern).build_analyzer()
+
+    def document_frequency(docs):
+        counts: Counter = Counter()
+        for doc in docs:
+            counts.update({w for w in analyze(doc) if not w.isdigit()})
+        return counts
+
+    used, elsewhere = document_frequency(pages), document_frequency(contrast)
+    n, m = len(pages), len(contrast)
+    least = max(1, int(np.ceil(shared_by * n)))
+    scored = []
+    for word, df in used.items():
+        if df < least:
+            continue
+        lift = np.log((df + 1) / (n + 2)) - np.log((elsewhere[word] + 1) / (m + 2))
+        if lift >= np.log(ratio):
+            scored.append((word, float(lift), df))
+    scored.sort(key=lambda s: (-s[1], -s[2], s[0]))
+    return [(word, round(lift, 3)) for word, lift, _ in scored[:max(int(count), 0)]]
+
+
+def attach_link_reading(model: TopicModel, pages: list[str], contrast: list[str], source: str,
+                        background_docs: list[str] | None = None) -> list[tuple[str, float]]:
+    """Give a model trained from a few on-topic pages alone a written link reading (``LinkWords``)
+    over the words its pages share and ``contrast`` (pages of the same sites the user did not
+    pick; ``source`` says where they came from) does not: a classifier fitted on ten pages reads a
+    link as a tiny page, and a link naming the topic's words is what finds the rest of it. The
+    model's ``metadata["links"]`` records the words, their lifts and the contrast; with no
+    distinctive word, the model is left as it was. Returns the words chosen."""
+    words = distinctive_words(pages, contrast)
+    if not words:
+        model.metadata["links"] = {"kind": "none", "why": "no word shared by the pages and rare in the contrast",
+                                   "contrast": {"source": source, "pages": len(contrast)}}
+        return []
+    reading = build_query_model(" ".join(w for w, _ in words), background_docs)
+    model.link_pipeline = reading.link_pipeline
+    model.metadata["links"] = {
+        **reading.metadata["links"],
+        "words": dict(words),
+        "contrast": {"source": source, "pages": len(contrast), "shared_by": SHARED_BY, "ratio": DISTINCT_RATIO},
+    }
+    return words
