@@ -53,8 +53,8 @@ class Command(FocusCommand):
                                 "focuscrawl's User-Agent, the http_proxy of the environment, no private "
                                 "networks) and kept beside the model as OUTPUT.urls.jsonl")
         group.add_argument("--contrast", metavar="PATH", action="append",
-                           help="with on-topic examples alone: other pages of the same sites that are not what "
-                                "you want (JSON lines, a folder, a WARC or a crawl store; labels ignored; may be "
+                           help="other pages of the same sites that are not what you want, for on-topic examples "
+                                "alone (JSON lines, a folder, a WARC or a crawl store; labels ignored; may be "
                                 "repeated); links are then read by the words your pages share and these do not")
         group.add_argument("--grow", action="store_true",
                            help="mark a model made from words or on-topic pages alone to grow from the crawl's "
