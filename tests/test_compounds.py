@@ -48,6 +48,8 @@ def test_a_page_model_reads_a_links_compound_words_as_their_parts():
                                       ("cpack(1)", "", "http://h.test/manual/cpack.1.html")])
     assert ctest > other
     assert ctest == model.score_many([("test(1)", " manual test 1 html")])[0]
+    beside = model.score_links([("cpack(1)", "see ctest(1)", "http://h.test/manual/cpack.1.html")])[0]
+    assert beside == model.score_many([("cpack(1)", "see ctest(1) manual cpack 1 html")])[0]  # the text around it is not read so
     assert model.score("ctest", "ctest") == model.score_many([("ctest", "ctest")])[0]
 
 

@@ -246,7 +246,7 @@ def test_link_model_survives_save_and_load_and_falls_back_without_it(recorded, t
     # without a link model the topic model reads the link's words, compounds as their known parts
     plain = TopicModel(model.pipeline, model.metadata)
     read = CompoundReader.for_pipeline(model.pipeline)
-    assert plain.score_links(link) == plain.score_many([(read("CS 5 Compilers"), read(" courses cs5 html"))])
+    assert plain.score_links(link) == plain.score_many([(read("CS 5 Compilers"), " " + read("courses cs5 html"))])
     assert plain.score_links([]) == []
 
 

@@ -195,17 +195,17 @@ class TopicModel:
     def score_links(self, links: list[tuple[str, str, str]]) -> list[float]:
         """How likely each ``(anchor, context, url)`` is to lead to an on-topic page: the link
         model when there is one, else the topic model reading the link's words as a tiny page,
-        its compound words (``ctest``, ``regexp``, ``CTEST_TEST_TIMEOUT``) read as the known
-        words they are made of (``relevance.compounds``)."""
+        the compound words of its own names, anchor and URL (``ctest``, ``CTEST_TEST_TIMEOUT``),
+        read as the known words they are made of (``relevance.compounds``); the text around it
+        is read as a page's text is (a list of identifiers beside a link names the list, not
+        the link)."""
         if not links:
             return []
         if self.link_pipeline is not None:
             return self._proba(self.link_pipeline, links)
-        read = self._compound_reader()
-        docs = [(anchor, f"{context} {' '.join(url_tokens(url))}") for anchor, context, url in links]
-        if read is not None:
-            docs = [(read(anchor), read(text)) for anchor, text in docs]
-        return self.score_many(docs)
+        read = self._compound_reader() or (lambda text: text)
+        return self.score_many([(read(anchor), f"{context} {read(' '.join(url_tokens(url)))}")
+                                for anchor, context, url in links])
 
     def _compound_reader(self) -> CompoundReader | None:
         """The page model's compound reader, built once per pipeline (a grown model swaps it)."""
