@@ -146,10 +146,3 @@ def test_a_topic_models_topical_words_are_its_heaviest_words_a_link_can_name():
     words = model.topical_words(3)
     assert words[0] == "test" and len(words) == 3 and "the" not in words  # a stop word names nothing
     assert TopicModel(object(), {}).topical_words() == []
-
-
-def test_a_words_model_with_its_own_link_reading_gives_no_topical_words():
-    from focuscrawl.relevance.query import build_query_model
-
-    model = build_query_model("test testing ctest", background_docs=["install the package", "colors and fonts"])
-    assert model.topical_words() == []

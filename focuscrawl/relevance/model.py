@@ -121,12 +121,10 @@ class TopicModel:
 
     def topical_words(self, count: int = TOPICAL_WORDS) -> list[str]:
         """The ``count`` single words the page classifier weighs most for the topic (words of
-        letters a link's features read: ``features.WORD``, not a stop word), most first: what the
-        crawl's link learner starts from when the model has no reading of links of its own (a link
-        model, or a words model's link reading, already weighs a link's words: empty then, as for
-        a pipeline that is not a vectorizer then a linear classifier)."""
+        letters a link's features read: ``features.WORD``, not a stop word), most first; empty for
+        a pipeline that is not a vectorizer then a linear classifier."""
         steps = getattr(self.pipeline, "steps", [])
-        if self.link_pipeline is not None or len(steps) != 2 or not hasattr(steps[1][1], "coef_") or not hasattr(steps[0][1], "vocabulary_"):
+        if len(steps) != 2 or not hasattr(steps[1][1], "coef_") or not hasattr(steps[0][1], "vocabulary_"):
             return []
         coef = np.asarray(steps[1][1].coef_[0])
         ranked = sorted(((coef[j], w) for w, j in steps[0][1].vocabulary_.items()
