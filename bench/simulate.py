@@ -218,7 +218,7 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     learner = LinkRewardLearner(link_model=model.learned_links,  # as the scheduler's
                                 version_every=version_every)
     priors = {**(model.learner_priors or {}), **({HUB_FEATURE: 1.0} if hubs else {})}
-    learner.use_link_model(model.learned_links, priors, model.topical_words())
+    learner.use_link_model(model.learned_links, priors)
     hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
     deny = set(DEFAULTS.deny_extensions)
     frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)

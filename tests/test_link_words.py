@@ -113,36 +113,3 @@ def test_the_scheduler_learns_its_links_words_when_the_spiders_model_has_no_link
             assert scheduler.learner.learn_words is learns
         finally:
             scheduler.close("finished")
-
-
-def test_topical_words_seed_the_link_words_and_the_crawls_own_links_override_them():
-    """A topic model's most weighed words start the crawl's link-word counts as one relevant link
-    each: a link naming one goes above a link the topic model rates the same, until the crawl's own
-    links naming it lead nowhere."""
-    learner = LinkRewardLearner(exploration=0.0, link_model=False)
-    learner.use_link_model(False, None, ["ctest"])
-    other = "http://a.test/misc/0.html"
-    learner.observe(other, "http://a.test/", person_link(other, "misc 0"), 0.05, False)  # counts start
-    named, plain = "http://a.test/manual/ctest.html", "http://a.test/manual/cpack.html"
-    assert learner.score(person_link(named, "ctest"), named) > learner.score(person_link(plain, "cpack"), plain)
-    for i in range(12):
-        url = f"http://a.test/ctest/{i}.html"
-        learner.observe(url, "http://a.test/", person_link(url, f"ctest {i}"), 0.0, False)
-    fresh = "http://b.test/manual/ctest.html"
-    assert learner.score(person_link(fresh, "ctest"), fresh) < learner.score(person_link(plain, "cpack"), plain)
-    # a learner whose links an offline link model reads learns no words, and takes none
-    offline = LinkRewardLearner(exploration=0.0, link_model=True)
-    offline.use_link_model(True, None, ["ctest"])
-    assert not offline.words.is_word.any()
-
-
-def test_a_topic_models_topical_words_are_its_heaviest_words_a_link_can_name():
-    from focuscrawl.relevance.model import TopicModel, build_pipeline, model_document
-
-    on = [("Testing", "test suite testing assert the"), ("Test driver", "run the test and check the results")]
-    off = [("Install", "download package install build"), ("Colors", "theme color palette font")] * 2
-    docs = [model_document(t, x) for t, x in on + off]
-    model = TopicModel(build_pipeline(len(docs)).fit(docs, [1] * len(on) + [0] * len(off)), {})
-    words = model.topical_words(3)
-    assert words[0] == "test" and len(words) == 3 and "the" not in words  # a stop word names nothing
-    assert TopicModel(object(), {}).topical_words() == []

@@ -156,23 +156,16 @@ class LinkRewardLearner:
             self.words = LinkWordCounts(len(self.model.coef_))
             self.learn_words = False
 
-    def use_link_model(self, present: bool, priors: dict[str, float] | None = None,
-                       topical_words: Sequence[str] = ()) -> None:
+    def use_link_model(self, present: bool, priors: dict[str, float] | None = None) -> None:
         """Start from LINK_PRIORS for where the links' scores come from, and from ``priors``, the
         starting weights the topic model measured on its training web (``TopicModel.
-        learner_priors``: how a found page's parts pay off there). ``topical_words`` (the topic
-        model's ``topical_words``) start the crawl's own link-word counts, when it learns them, as
-        if each had been on a link that led to a relevant page. The crawl's topic model is known
+        learner_priors``: how a found page's parts pay off there). The crawl's topic model is known
         only once the spider opens. A learner that has learned keeps its weights."""
         if self.observations or self.version:  # learned here, or taken over from a shared crawl's learner
             return
         self.learn_words = not present
         for name, weight in {**LINK_PRIORS[bool(present)], **(priors or {})}.items():
             self.model.coef_[self.model.index(name)] = weight
-        if self.learn_words and topical_words:
-            # as ``features.link_features`` weighs a word in a link's anchor, context and URL
-            self.words.seed((self.model.index(prefix + word), value) for word in topical_words
-                            for prefix, value in (("a:", 1.0), ("c:", 0.5), ("u:", 1.0)))
 
     # --- scoring ------------------------------------------------------------------------------
     def _places(self, url: str, parent: str | None) -> tuple[_Yield, _Yield, _Yield | None]:

@@ -35,9 +35,6 @@ WORD_PREFIXES = ("a:", "c:", "u:")
 #: Pseudo-links of smoothing per word, at the base rate: a word seen on one relevant link out of
 #: one moves the odds by about ``1 / strength`` of what a word seen on many would.
 STRENGTH = 4.0
-#: Pseudo-links a topical word starts with (``seed``): one link that led to a relevant page, the
-#: least evidence there is, so the crawl's first links naming it that lead nowhere undo it.
-SEED_LINKS = 1.0
 #: Bound on the log-odds the words of one link may add or take away (a factor of 20 in odds).
 MAX_SHIFT = 3.0
 #: Probabilities are kept off 0 and 1, where log-odds are infinite.
@@ -70,15 +67,6 @@ class LinkWordCounts:
         for (name, _), index in zip(features, indices):
             if name.startswith(WORD_PREFIXES):
                 self.is_word[index] = True
-
-    def seed(self, indices_and_values, links: float = SEED_LINKS) -> None:
-        """Count each hashed word (``(index, value)``: its feature's index and value) as ``links``
-        pseudo-links that led to relevant pages: a prior on the words a topic is named by, which
-        the crawl's own links outweigh as it counts them. Not counted in the base rate."""
-        for index, value in indices_and_values:
-            self.is_word[index] = True
-            self.positive[index] += links * value
-            self.total[index] += links * value
 
     def add(self, vector, positive: float, links: float = 1.0) -> None:
         """Count a link (``links`` 1, or 0 to move only its label) with ``positive`` of its mass

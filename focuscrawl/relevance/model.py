@@ -33,7 +33,7 @@ from sklearn.pipeline import Pipeline
 
 import focuscrawl
 from focuscrawl.labelling.labels import ON_TOPIC
-from focuscrawl.learning.features import PART_OF_HIT, STOPWORDS, WORD
+from focuscrawl.learning.features import PART_OF_HIT
 from focuscrawl.relevance.compounds import CompoundReader
 from focuscrawl.relevance.linear import LinearScorer
 from focuscrawl.relevance.links import train_link_model
@@ -45,9 +45,6 @@ MODEL_FORMAT = "focuscrawl-topic-model"
 MODEL_VERSION = 1
 #: Characters of main text the model reads: the start of a page says what it is about.
 MAX_TEXT_CHARS = 100_000
-#: How many of the page classifier's words name its topic (``TopicModel.topical_words``): as many
-#: as a user types for one (the words start's queries have six).
-TOPICAL_WORDS = 6
 #: Probability at and above which cross-validation counts a page as predicted on topic.
 CV_THRESHOLD = 0.5
 
@@ -118,18 +115,6 @@ class TopicModel:
         ``links.part_prior``); empty for a model trained without links or before they existed."""
         prior = ((self.metadata.get("links") or {}).get("part_prior") or {}).get("weight")
         return {PART_OF_HIT: float(prior)} if isinstance(prior, (int, float)) else {}
-
-    def topical_words(self, count: int = TOPICAL_WORDS) -> list[str]:
-        """The ``count`` single words the page classifier weighs most for the topic (words of
-        letters a link's features read: ``features.WORD``, not a stop word), most first; empty for
-        a pipeline that is not a vectorizer then a linear classifier."""
-        steps = getattr(self.pipeline, "steps", [])
-        if len(steps) != 2 or not hasattr(steps[1][1], "coef_") or not hasattr(steps[0][1], "vocabulary_"):
-            return []
-        coef = np.asarray(steps[1][1].coef_[0])
-        ranked = sorted(((coef[j], w) for w, j in steps[0][1].vocabulary_.items()
-                         if coef[j] > 0 and WORD.fullmatch(w) and w not in STOPWORDS), reverse=True)
-        return [w for _, w in ranked[:max(int(count), 0)]]
 
     @property
     def learned_links(self) -> bool:

@@ -33,8 +33,7 @@ class LearnerFeedback:
             # a link model learned from a training web's links takes the links' scores over; a words
             # model's reading of links leaves the crawl learning its links' words (``learned_links``)
             learned = getattr(model, "learned_links", getattr(model, "link_pipeline", None) is not None)
-            words = model.topical_words() if hasattr(model, "topical_words") else ()
-            self.scheduler.learner.use_link_model(bool(learned), getattr(model, "learner_priors", None), words)
+            self.scheduler.learner.use_link_model(bool(learned), getattr(model, "learner_priors", None))
 
     def page_scored(self, request, response, page, links=None, hit=None, spider=None):
         """``hit``: the page counts as found for the learner (FOCUS_REWARD_THRESHOLD); without it,
