@@ -12,8 +12,8 @@ Segmentation is greedy, leftmost-longest: from the start of the word, the longes
 that begins there is taken and reading goes on after it; where none begins, one letter is
 skipped. Greedy rather than the segmentation covering the most letters, because the longest
 known word is the reading a person makes: ``regexp`` is ``regex`` (and a stray ``p``), where
-the most letters would be ``reg`` + ``exp``. Parts are at least ``MIN_PART`` letters: a two- or
-three-letter piece of an unknown compound is as often an accident of its spelling (``exp``,
+covering the most letters would read ``reg`` + ``exp`` (with three-letter parts). Parts are at
+least ``MIN_PART`` letters: a two- or three-letter piece of an unknown compound is as often an accident of its spelling (``exp``,
 ``ion``, ``ing``, ``str``) as a word of it, and a one-letter prefix (the ``c`` of ``ctest``) is
 noise either way. The parts must make up most of the word (more than half its letters): a
 known word found inside a longer unknown one (``over`` in ``governance``, ``loss`` in
