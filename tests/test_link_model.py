@@ -15,6 +15,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from focuscrawl.relevance import ModelError, TopicModel, load_examples, train_topic_model
+from focuscrawl.relevance.compounds import CompoundReader
 from focuscrawl.relevance.linear import LinearScorer
 from focuscrawl.learning.features import digit_shapes
 from focuscrawl.relevance.links import MISSING, LinkedWeb, LinkExample, part_prior, train_link_model
@@ -242,9 +243,10 @@ def test_link_model_survives_save_and_load_and_falls_back_without_it(recorded, t
     loaded = TopicModel.load(tmp_path / "m.joblib")
     link = [("CS 5 Compilers", "", "http://a.example/courses/cs5.html")]
     assert loaded.link_pipeline is not None and loaded.score_links(link) == model.score_links(link)
-    # without a link model the topic model reads the link's words
+    # without a link model the topic model reads the link's words, compounds as their known parts
     plain = TopicModel(model.pipeline, model.metadata)
-    assert plain.score_links(link) == plain.score_many([("CS 5 Compilers", " courses cs5 html")])
+    read = CompoundReader.for_pipeline(model.pipeline)
+    assert plain.score_links(link) == plain.score_many([(read("CS 5 Compilers"), " " + read("courses cs5 html"))])
     assert plain.score_links([]) == []
 
 

@@ -34,6 +34,7 @@ from sklearn.pipeline import Pipeline
 import focuscrawl
 from focuscrawl.labelling.labels import ON_TOPIC
 from focuscrawl.learning.features import PART_OF_HIT
+from focuscrawl.relevance.compounds import CompoundReader
 from focuscrawl.relevance.linear import LinearScorer
 from focuscrawl.relevance.links import train_link_model
 from focuscrawl.urls import url_tokens
@@ -102,6 +103,7 @@ class TopicModel:
         self.metadata = dict(metadata or {})
         self.link_pipeline = link_pipeline
         self._scorers: dict[int, tuple[Pipeline, LinearScorer | None]] = {}
+        self._compounds: tuple[Pipeline, CompoundReader | None] | None = None
 
     @property
     def positive_labels(self) -> list[str]:
@@ -177,12 +179,24 @@ class TopicModel:
 
     def score_links(self, links: list[tuple[str, str, str]]) -> list[float]:
         """How likely each ``(anchor, context, url)`` is to lead to an on-topic page: the link
-        model when there is one, else the topic model reading the link's words."""
+        model when there is one, else the topic model reading the link's words as a tiny page,
+        the compound words of its own names, anchor and URL (``ctest``, ``CTEST_TEST_TIMEOUT``),
+        read as the known words they are made of (``relevance.compounds``); the text around it
+        is read as a page's text is (a list of identifiers beside a link names the list, not
+        the link)."""
         if not links:
             return []
         if self.link_pipeline is not None:
             return self._proba(self.link_pipeline, links)
-        return self.score_many([(anchor, f"{context} {' '.join(url_tokens(url))}") for anchor, context, url in links])
+        read = self._compound_reader() or (lambda text: text)
+        return self.score_many([(read(anchor), f"{context} {read(' '.join(url_tokens(url)))}")
+                                for anchor, context, url in links])
+
+    def _compound_reader(self) -> CompoundReader | None:
+        """The page model's compound reader, built once per pipeline (a grown model swaps it)."""
+        if self._compounds is None or self._compounds[0] is not self.pipeline:
+            self._compounds = (self.pipeline, CompoundReader.for_pipeline(self.pipeline))
+        return self._compounds[1]
 
     def explain(self, title: str, text: str, top: int = 5) -> list[tuple[str, float]]:
         """The words that moved a page's score most: ``(term, contribution to the log-odds)``,
