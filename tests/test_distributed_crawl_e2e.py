@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,18 @@ def wait_all(workers, timeout=180):
             raise
 
 
+@contextmanager
+def demo_replay(demo_web, redis_server, out: Path, changes=None):
+    """The demo web replayed for a fresh shared crawl (its Redis flushed): ``(proxy, log)``, the
+    server's log in ``out/server.jsonl``; ``changes(web)``: how the web changes as it is crawled."""
+    redis_server.flush()
+    log = out / "server.jsonl"
+    web = RecordedWeb.from_records(demo_web.records)
+    with ReplayProxy(web, robots=demo_web.robots, log_path=str(log),
+                     changes=changes(web) if changes is not None else None) as proxy:
+        yield proxy, log
+
+
 def items(out: Path, workers: int) -> list[dict]:
     rows = []
     for i in range(workers):
@@ -59,11 +72,8 @@ def items(out: Path, workers: int) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def shared_crawl(demo_web, demo_files, demo_model, tmp_path_factory, redis_server):
-    redis_server.flush()
     out = tmp_path_factory.mktemp("shared")
-    log = out / "server.jsonl"
-    web = RecordedWeb.from_records(demo_web.records)
-    with ReplayProxy(web, robots=demo_web.robots, log_path=str(log)) as proxy:
+    with demo_replay(demo_web, redis_server, out) as (proxy, log):
         workers = [start_worker(i, out, demo_files["seeds"], demo_model, proxy.url, redis_server.url)
                    for i in range(2)]
         wait_all(workers)
@@ -107,11 +117,8 @@ def page_lines(log: Path) -> int:
 @pytest.fixture(scope="module")
 def killed_crawl(demo_web, demo_files, demo_model, tmp_path_factory, redis_server, shared_crawl):
     """Three workers; worker 0 is killed with SIGKILL mid-crawl, the others finish the crawl."""
-    redis_server.flush()
     out = tmp_path_factory.mktemp("killed")
-    log = out / "server.jsonl"
-    web = RecordedWeb.from_records(demo_web.records)
-    with ReplayProxy(web, robots=demo_web.robots, log_path=str(log)) as proxy:
+    with demo_replay(demo_web, redis_server, out) as (proxy, log):
         workers = [start_worker(i, out, demo_files["seeds"], demo_model, proxy.url, redis_server.url,
                                 ["-s", "FOCUS_WORKER_TIMEOUT=3"]) for i in range(3)]
         deadline = time.monotonic() + 120

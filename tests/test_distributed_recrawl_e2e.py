@@ -21,10 +21,10 @@ import pytest
 
 from focuscrawl.backends.worker_state import WORKER_STATE
 from focuscrawl.politeness.audit import audit_report, load_log
-from focuscrawl.replay import ChangeMix, ChangingWeb, RecordedWeb, ReplayProxy
+from focuscrawl.replay import ChangeMix, ChangingWeb
 
 from .conftest import run_scrapy
-from .test_distributed_crawl_e2e import DELAY, start_worker, wait_all
+from .test_distributed_crawl_e2e import DELAY, demo_replay, start_worker, wait_all
 
 pytestmark = pytest.mark.e2e
 
@@ -51,17 +51,17 @@ def revisited(records: list[dict]) -> int:
 
 @pytest.fixture(scope="module")
 def shared_recrawl(demo_web, demo_files, demo_model, tmp_path_factory, redis_server):
-    redis_server.flush()
     out = tmp_path_factory.mktemp("shared-recrawl")
-    log = out / "server.jsonl"
-    web = RecordedWeb.from_records(demo_web.records)
-    changes = ChangingWeb(web, demo_web.relevant_urls(), seed=3, relevant_mix=FAST, other_mix=FAST)
     extra = ["-s", "FOCUS_RECRAWL=1", "-s", "FOCUS_RECRAWL_SHARE=0.4",
              "-s", f"FOCUS_RECRAWL_MIN_INTERVAL={MIN_INTERVAL}",
              "-s", "FOCUS_RECRAWL_REALLOCATE_SECONDS=0.5", "-s", f"FOCUS_BUDGET={BUDGET}",
              "-s", "FOCUS_WORKER_TIMEOUT=3", "-s", f"FOCUS_CRAWL_ID={CRAWL_ID}", "-s", "JOBDIR=job",
              "-s", "FOCUS_CRAWL_LOG=requests.jsonl"]
-    with ReplayProxy(web, robots=demo_web.robots, log_path=str(log), changes=changes) as proxy:
+
+    def changes(web):
+        return ChangingWeb(web, demo_web.relevant_urls(), seed=3, relevant_mix=FAST, other_mix=FAST)
+
+    with demo_replay(demo_web, redis_server, out, changes) as (proxy, log):
         workers = [start_worker(i, out, demo_files["seeds"], demo_model, proxy.url, redis_server.url, extra)
                    for i in range(2)]
         # the holder of the plan is killed once revisits are under way
