@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from scrapy import Request
 
 from focuscrawl.frontier import Entry, Frontier
+from focuscrawl.frontier.sampling import queue_priority_sample
 from focuscrawl.politeness import DelayPolicy
 from focuscrawl.politeness.gate import HostGate
 from focuscrawl.scheduling.budget import SAMPLE_EVERY, BudgetCounts, BudgetCut, bought_share, cut_of
@@ -67,7 +68,7 @@ def test_the_sample_is_drawn_again_every_few_requests_and_less_often_for_a_big_f
 
 def sample_cut(frontier: Frontier, remaining: int, rng: random.Random) -> float:
     cut = BudgetCut(10_000)
-    cut.resample(frontier.priority_sample(256, rng), 0, 0)
+    cut.resample(queue_priority_sample(frontier.queues(), 256, rng), 0, 0)
     return cut.cut(remaining, len(frontier))
 
 
@@ -109,7 +110,7 @@ def test_a_sample_holds_only_priorities_queued(priorities, k, rng):
     frontier = Frontier()
     fill(frontier, priorities, hosts=3)
     queued = {round(p, 3) for p in priorities}
-    drawn = frontier.priority_sample(k, rng)
+    drawn = queue_priority_sample(frontier.queues(), k, rng)
     assert len(drawn) == k and {round(p, 3) for p in drawn} <= queued
 
 
@@ -128,7 +129,8 @@ def budget_patience(counts: Counts, price: str = "budget", patience: float = 2.0
     costs time, so only the budget's price holds."""
     frontier = Frontier()
     gate = HostGate(DelayPolicy(minimum=1.0, adaptive_factor=0.0), agent="focuscrawl", obey_robots=False)
-    policy = Patience(frontier, gate, patience, 0.25, work=lambda: 0.0, price=price, budget=counts.counts())
+    policy = Patience(frontier, gate, patience, 0.25, work=lambda: 0.0, price=price, budget=counts.counts(),
+                      sample=lambda k, rng: queue_priority_sample(frontier.queues(), k, rng))
     return frontier, gate, policy
 
 

@@ -392,28 +392,6 @@ class SharedFrontier:
             return float("-inf")
         return priority_of(int.from_bytes(key[:ORDER], "big"))
 
-    def priority_sample(self, k: int, rng) -> list[float]:
-        """The priorities of ``k`` records queued in the crawl drawn at random with replacement
-        (``rng``: a ``random.Random``), hosts in proportion to their queues: two pipelined round
-        trips (every host's size, then one record at each index drawn), O(hosts + k). Records
-        this worker has not sent yet are left out; empty when nothing is queued."""
-        if k <= 0:
-            return []
-        hosts = self.client.hkeys(self.keys("state"))
-        if not hosts:
-            return []
-        pipe = self.client.pipeline(transaction=False)
-        for host in hosts:
-            pipe.zcard(self.keys("q", host.decode("utf-8", "surrogatepass")))
-        sizes = [int(n) for n in pipe.execute()]
-        if not any(sizes):
-            return []
-        pipe = self.client.pipeline(transaction=False)
-        for i in rng.choices(range(len(hosts)), weights=sizes, k=k):
-            at = rng.randrange(sizes[i])
-            pipe.zrange(self.keys("q", hosts[i].decode("utf-8", "surrogatepass")), at, at)
-        return [priority_of(int.from_bytes(found[0][:ORDER], "big")) for found in pipe.execute() if found]
-
     # --- capacity -------------------------------------------------------------------------------
     def prune(self) -> list[Entry]:
         """Drop the lowest-priority records so that ``capacity`` remain: each host's worst are

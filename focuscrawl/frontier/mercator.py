@@ -141,7 +141,8 @@ class Frontier(FrontierCheckpoint):
         return {name: (slot.ready_at, slot.q) for name, slot in self._hosts.items()}
 
     def queues(self) -> Iterator[tuple[str, HostQueue]]:
-        """Each host's queue, to look at (tests, benchmarks): changing one breaks the heaps."""
+        """Each host's queue, to look at (tests, benchmarks, a sample of priorities:
+        ``sampling``): changing one breaks the heaps."""
         for name, h in self._hosts.items():
             yield name, h.q
 
@@ -375,32 +376,6 @@ class Frontier(FrontierCheckpoint):
         if top is not None:
             best = max(best, record_priority(top))
         return best
-
-    def priority_sample(self, k: int, rng) -> list[float]:
-        """The priorities of ``k`` queued entries drawn at random with replacement (``rng``: a
-        ``random.Random``), as they are recorded now (stale ones too: the background re-scoring
-        catches them up); empty when nothing is queued. Hosts are drawn in proportion to their
-        queues, records within a host's queue by its ``sample``: O(hosts + k log hosts), plus
-        an inflated block per cold block drawn from, so a caller that wants it cheap per decision
-        reads one now and then (``scheduling.budget``). Entries lent out (a busy host's popped
-        one) are not queued and not drawn."""
-        slots = [h for h in self._hosts.values() if h.q.top is not None]
-        if not slots or k <= 0:
-            return []
-        counts: dict[int, int] = {}
-        for i in rng.choices(range(len(slots)), weights=[h.q.size() for h in slots], k=k):
-            counts[i] = counts.get(i, 0) + 1
-        out: list[float] = []
-        for i, m in counts.items():
-            q = slots[i].q
-            sample = getattr(q, "sample", None)
-            if sample is not None:
-                records = sample(m, rng)
-            else:
-                every = list(q.records())
-                records = [every[rng.randrange(len(every))] for _ in range(m)]
-            out += [record_priority(r) for r in records]
-        return out
 
     def drop_host(self, host: str) -> list[Entry]:
         """Remove every queued entry of a host (e.g. excluded, or its Crawl-delay is over the cap)."""

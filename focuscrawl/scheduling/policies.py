@@ -12,6 +12,7 @@ its place), or None to hold it back (it goes back to the frontier).
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable
 from functools import partial
@@ -28,6 +29,8 @@ from focuscrawl.scheduling.budget import SAMPLE_SIZE, BudgetCounts, BudgetCut
 from focuscrawl.scheduling.load import CrawlerLoad, runnable_time
 from focuscrawl.scheduling.release import Scheduling, refuse
 from focuscrawl.urls import canonicalize, extension
+
+logger = logging.getLogger(__name__)
 
 #: what a wait may be priced in (FOCUS_PATIENCE_PRICE)
 PRICES = ("budget", "time", "request")
@@ -72,8 +75,9 @@ class Patience:
 
     def __init__(self, frontier: Frontier, gate: HostGate, patience: float, margin: float,
                  load: CrawlerLoad | None = None, work: Callable[[], float] = runnable_time,
-                 price: str = "time", budget: BudgetCounts | None = None, rng: random.Random | None = None,
-                 stats=None):
+                 price: str = "time", budget: BudgetCounts | None = None,
+                 sample: Callable[[int, random.Random], list[float]] | None = None,
+                 rng: random.Random | None = None, stats=None):
         if price not in PRICES:
             raise ValueError(f"patience is priced in {' or '.join(PRICES)}, not {price!r}")
         self.frontier = frontier
@@ -84,7 +88,10 @@ class Patience:
         self.load = load if load is not None else CrawlerLoad()
         self.work = work  # the crawler's seconds of work so far
         # the budget's price: its counts, and the cut they and a sample of the frontier give
-        self.budget = budget if price == "budget" and budget is not None and budget.budget > 0 else None
+        # (``sample(k, rng)``: the priorities of k entries of the crawl's frontier drawn at random)
+        self.budget = (budget if price == "budget" and budget is not None and budget.budget > 0
+                       and sample is not None else None)
+        self.sample = sample
         self.cut = BudgetCut(budget.budget) if self.budget is not None else None
         self.rng = rng if rng is not None else random.Random(0)
         self.stats = stats  # Scrapy's stats collector: the holds the budget made are counted
@@ -95,10 +102,14 @@ class Patience:
         if config.patience <= 0:
             raise NotConfigured
         budget = budget_counts(scheduler) if config.budget > 0 else None
+        sample = getattr(scheduler.backend, "priority_sample", None)
+        if budget is not None and config.patience_price == "budget" and sample is None:
+            logger.warning("FOCUS_PATIENCE_PRICE=budget: the crawl's backend draws no sample of its frontier's "
+                           "priorities (priority_sample); patience is priced by time")
         # the backend's work so far: a shared crawl's worker also works while it waits for Redis
         return cls(scheduler.frontier, scheduler.gate, config.patience, config.patience_margin,
                    work=scheduler.backend.work_time, price=config.patience_price, budget=budget,
-                   stats=scheduler.stats)
+                   sample=sample, stats=scheduler.stats)
 
     def released(self, host: str, request: Request, entry: Entry | None, now: float) -> None:
         """A request went out (robots.txt fetches too): the load's measure moves on (only a wait
@@ -122,7 +133,7 @@ class Patience:
         queued = len(self.frontier)
         released = budget.released()
         if cut.due(released, queued):
-            cut.resample(self.frontier.priority_sample(SAMPLE_SIZE, self.rng), released, budget.admitted())
+            cut.resample(self.sample(SAMPLE_SIZE, self.rng), released, budget.admitted())
         return cut.cut(budget.budget - budget.crawl_released(), queued)
 
     def review(self, host: str, entry: Entry, request: Request, now: float) -> Request | None:
