@@ -489,17 +489,21 @@ class FocusConfig:
     patience: float = setting(
         "FOCUS_PATIENCE", 2.0, _number(float),
         "The longest a request is held for a URL scoring FOCUS_PATIENCE_MARGIN more at a host that "
-        "will be free soon (0: never hold). Within it, a request is held only while that host is "
-        "free before a request sent now would be through the crawler (its work per request, "
-        "stretched by its load: focuscrawl/scheduling/policies.py Patience), so a crawl bound by "
-        "its hosts' delays does not wait. Seeds are never held.")
+        "will be free soon (0: never hold), or for one the remaining budget can buy "
+        "(FOCUS_PATIENCE_PRICE: focuscrawl/scheduling/policies.py Patience). Seeds are never held.")
     patience_margin: float = setting("FOCUS_PATIENCE_MARGIN", 0.25, _number(float, None), "See FOCUS_PATIENCE.")
-    patience_priced: bool = setting(
-        "FOCUS_PATIENCE_PRICED", True, _bool,
-        "Price a wait by time (see FOCUS_PATIENCE). False: hold a request whenever a URL scoring "
-        "FOCUS_PATIENCE_MARGIN more is at a host free within FOCUS_PATIENCE seconds, for a crawl "
-        "that pays per request rather than per hour (more relevant pages per request, fewer per "
-        "minute when hosts ask for delays).")
+    patience_price: str = setting(
+        "FOCUS_PATIENCE_PRICE", "budget", _choice("budget", "time", "request"),
+        "What a wait for a better URL is priced in (see FOCUS_PATIENCE). 'budget' (with "
+        "FOCUS_BUDGET): a ready request is held when its URL is below the best the remaining "
+        "requests can still buy (the best R / (F + g R) of the frontier: R requests left, F URLs "
+        "queued, g new URLs found per request) and one at or above it is at a host free within "
+        "FOCUS_PATIENCE, since sending it spends a request the budget needs; and, as 'time', "
+        "while the wait costs no time. Without FOCUS_BUDGET it is 'time'. 'time': held only while "
+        "the better URL's host is free before a request sent now would be through the crawler "
+        "(fast on a fast server, never on a web whose hosts' delays bound the crawl). 'request': "
+        "held whenever a URL scoring FOCUS_PATIENCE_MARGIN more is at a host free within "
+        "FOCUS_PATIENCE (more relevant pages per request, fewer per minute).")
     credit_decay: float = setting(
         "FOCUS_CREDIT_DECAY", 0.5, _number(float), "Credit passed back per ancestor hop of a relevant page.")
     exploration: float = setting(

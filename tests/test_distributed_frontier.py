@@ -259,6 +259,26 @@ def test_requests_the_codec_cannot_pack_travel_as_dicts(make):
     assert e.payload.url == "http://h/robots.txt" and e.payload.meta[M.ROBOTS_FOR] == "h"
 
 
+def test_a_priority_sample_reads_every_workers_queued_records_by_host_size(make):
+    """What the budget's price of a wait reads (Patience): priorities drawn from the crawl's
+    queues, a host in proportion to its records, another worker's pushes included."""
+    import random
+
+    from focuscrawl.distributed.sampling import shared_priority_sample
+
+    a, b = make("a"), make("b")
+    assert shared_priority_sample(a.client, a.keys, 16, random.Random(0)) == []
+    for i in range(90):
+        a.push("big", entry(f"http://big/{i}", 0.25))
+    for i in range(10):
+        b.push("small", entry(f"http://small/{i}", 0.75))
+    b.flush()
+    a.flush()
+    drawn = shared_priority_sample(a.client, a.keys, 400, random.Random(1))
+    assert len(drawn) == 400 and set(drawn) == {0.25, 0.75}
+    assert 0.05 < drawn.count(0.75) / 400 < 0.17  # ~10% of the records are small's
+
+
 def test_drop_host_empties_its_queue(make):
     a = make("a")
     a.push("h", entry("http://h/1", 0.5))

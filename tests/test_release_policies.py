@@ -184,11 +184,11 @@ def test_a_mostly_idle_crawler_does_not_wait_out_a_hosts_delay():
 
 
 def test_a_crawl_that_pays_per_request_waits_out_a_hosts_delay_whatever_its_load():
-    """FOCUS_PATIENCE_PRICED = False: a request is the price, not time; the idle crawler of the
+    """FOCUS_PATIENCE_PRICE = "request": a request is the price, not time; the idle crawler of the
     test above holds its poor request for the better URL free within FOCUS_PATIENCE."""
     frontier = Frontier()
     gate = HostGate(DelayPolicy(minimum=1.0, adaptive_factor=0.0), agent="focuscrawl", obey_robots=False)
-    policy = Patience(frontier, gate, 2.0, 0.25, work=WorkClock(), priced=False)
+    policy = Patience(frontier, gate, 2.0, 0.25, work=WorkClock(), price="request")
     load(policy, cost=0.01, busy=0.03)
     host, entry = busy_host_with_a_better_url(frontier, gate)  # a.test in flight: free in 1 s
     assert policy.horizon(NOW) == 2.0

@@ -61,6 +61,10 @@ class CrawlBackend(Protocol):
     # the revisit plan lives (``focuscrawl.scheduling.plan_keepers.PlanKeeper``). Without it the plan
     # is this process's, which a shared backend refuses (each process would keep a plan of its own).
 
+    # Another optional door, for the budget's price of patience (FOCUS_PATIENCE_PRICE):
+    # ``priority_sample(k, rng)``, the priorities of ``k`` entries of the crawl's frontier drawn at
+    # random. Without it a budgeted crawl's patience is priced by time.
+
     # --- lifecycle ------------------------------------------------------------------------------
     def bind(self, gate: HostGate, admission, kept: Iterable[Stateful]) -> None:
         """The scheduler's parts whose state is the crawl's too: the gate (hosts' timing and

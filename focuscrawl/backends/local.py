@@ -12,6 +12,7 @@ from scrapy import Request
 
 from focuscrawl.config import FocusConfig
 from focuscrawl.frontier import Entry, Frontier
+from focuscrawl.frontier.sampling import queue_priority_sample
 from focuscrawl.frontier.seen import SeenSet
 from focuscrawl.meta import link_parent
 from focuscrawl.politeness import ExclusionList
@@ -133,6 +134,9 @@ class LocalBackend:
 
     def work_time(self) -> float:
         return runnable_time()
+
+    def priority_sample(self, k: int, rng) -> list[float]:
+        return queue_priority_sample(self.frontier.queues(), k, rng)
 
 
 def packing_codec(serializer: RequestSerializer) -> RequestCodec:

@@ -28,6 +28,7 @@ from focuscrawl.distributed.connection import Keys, RedisUnavailable, connect, r
 from focuscrawl.distributed.crawl import SharedCrawl
 from focuscrawl.distributed.exclusion import SharedExclusionList
 from focuscrawl.distributed.revisits import SharedPlanKeeper
+from focuscrawl.distributed.sampling import shared_priority_sample
 from focuscrawl.distributed.shared_records import CrawlOfAnotherLayout
 from focuscrawl.extras import MissingExtra
 from focuscrawl.frontier import Entry
@@ -176,6 +177,9 @@ class SharedBackend:
     def work_time(self) -> float:
         # a worker also works while it waits for Redis (its reactor does nothing else meanwhile)
         return runnable_time() + reactor_wait()
+
+    def priority_sample(self, k: int, rng) -> list[float]:
+        return shared_priority_sample(self.frontier.client, self.frontier.keys, k, rng)
 
 
 __all__ = ["SharedBackend"]

@@ -87,6 +87,20 @@ class MemoryHostQueue:
         if self.cold is not None:
             yield from self.cold.records()
 
+    def sample(self, n: int, rng) -> list[bytes]:
+        """``n`` records drawn at random (with replacement; ``rng``: a ``random.Random``), hot or
+        cold in proportion to their counts: O(n) and one inflated block per cold block drawn from."""
+        heap, cold = self.heap, self.cold
+        hot = len(heap)
+        total = hot + (cold.size if cold is not None else 0)
+        if not total:
+            return []
+        from_cold = sum(rng.randrange(total) >= hot for _ in range(n))
+        out = [heap[rng.randrange(hot)] for _ in range(n - from_cold)]
+        if from_cold:
+            out += cold.sample(from_cold, rng)
+        return out
+
     def has_stale(self, version: bytes) -> bool:
         return (any(r[KEY:FLAG] != version for r in self.heap)
                 or (self.cold is not None and self.cold.has_stale(version)))

@@ -141,7 +141,8 @@ class Frontier(FrontierCheckpoint):
         return {name: (slot.ready_at, slot.q) for name, slot in self._hosts.items()}
 
     def queues(self) -> Iterator[tuple[str, HostQueue]]:
-        """Each host's queue, to look at (tests, benchmarks): changing one breaks the heaps."""
+        """Each host's queue, to look at (tests, benchmarks, a sample of priorities:
+        ``sampling``): changing one breaks the heaps."""
         for name, h in self._hosts.items():
             yield name, h.q
 

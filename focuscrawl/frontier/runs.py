@@ -89,6 +89,26 @@ class Run:
             out += self._open(block)
         return out
 
+    def sample(self, n: int, rng) -> list[bytes]:
+        """``n`` records drawn at random (with replacement; ``rng``: a ``random.Random``), each
+        block inflated once however many are drawn from it. The worst block may be short: its
+        records are drawn a little more often than the others', which a quantile estimate does
+        not mind."""
+        front = self.front or ()
+        out: list[bytes] = []
+        per_block: dict[int, int] = {}
+        for _ in range(n):
+            i = rng.randrange(self.size)
+            if i < len(front) or not self.blocks:
+                out.append(front[i % len(front)])
+            else:
+                j = rng.randrange(len(self.blocks))
+                per_block[j] = per_block.get(j, 0) + 1
+        for j, m in per_block.items():
+            records = self._open(self.blocks[j])
+            out += [records[rng.randrange(len(records))] for _ in range(m)]
+        return out
+
     def drop(self, keys: set[bytes]) -> list[bytes]:
         """Remove and return the records whose key is in ``keys``, the worst keys of the frontier:
         a suffix of the run, so only the blocks that hold some are inflated (and one deflated)."""
@@ -146,6 +166,17 @@ class ColdRuns:
         self.size = sum(run.size for run in runs)
         self.heads = [run.head() for run in runs]
         self.head = min(self.heads) if runs else None
+
+    def sample(self, n: int, rng) -> list[bytes]:
+        """``n`` records drawn at random from the runs (with replacement)."""
+        runs = self.runs
+        counts: dict[int, int] = {}
+        for i in rng.choices(range(len(runs)), weights=[run.size for run in runs], k=n):
+            counts[i] = counts.get(i, 0) + 1
+        out: list[bytes] = []
+        for i, m in counts.items():
+            out += runs[i].sample(m, rng)
+        return out
 
     def add_run(self, records: list[bytes], deflate: bool) -> None:
         """A new run of ``records`` (sorted), merged LSM-style with the newest runs while the older
