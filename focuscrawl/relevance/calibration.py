@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.model_selection import KFold
+from sklearn.model_selection import StratifiedKFold
 
 #: at most this many folds over the picked pages: each held out once, ten pages one at a time
 MAX_FOLDS = 10
@@ -76,22 +76,22 @@ def calibrated(p_balanced, c: float, n_positive: int, n_negative: int):
 
 
 def held_out_positive_scores(estimator, docs: list, y, folds: int = MAX_FOLDS, random_state: int = 0) -> np.ndarray:
-    """Each positive of ``docs`` (``y`` 1) scored by a clone of ``estimator`` (class-balanced,
-    ``predict_proba``) fitted on every document but the positives of its fold, as g (the
-    unweighted scale, ``unbalanced``, with that fit's own counts). The positives are split into
-    ``min(folds, positives)`` folds (ten positives: one at a time); every other document is in
-    every fit, as it is in the model trained on all."""
+    """Each positive of ``docs`` (``y`` 1) scored, as g (the unweighted scale, ``unbalanced``, with
+    that fit's own counts), by a clone of ``estimator`` (class-balanced, ``predict_proba``) fitted
+    on the other folds. The folds are stratified over every document, ``min(folds, positives)`` of
+    them (ten positives: one in each), so each fit sees the positives and the rest in the same
+    proportion as the model trained on all: held out of the positives alone, the picked pages'
+    share would shrink and c with it (Elkan & Noto hold out a random part of all the data)."""
     y = np.asarray(y, dtype=int)
     positives = np.flatnonzero(y == 1)
-    others = np.flatnonzero(y == 0)
-    k = min(int(folds), positives.size)
-    if k < 2 or others.size == 0:
-        raise ValueError("estimating c needs at least two positives and some other documents")
-    scores = np.empty(positives.size, dtype=float)
-    splitter = KFold(n_splits=k, shuffle=True, random_state=random_state)
-    for keep, held in splitter.split(positives):
-        train = np.concatenate([positives[keep], others])
+    k = min(int(folds), positives.size, int((y == 0).sum()))
+    if k < 2:
+        raise ValueError("estimating c needs at least two positives and two other documents")
+    scores = np.full(y.size, np.nan)
+    for train, held in StratifiedKFold(n_splits=k, shuffle=True, random_state=random_state).split(np.zeros(y.size), y):
+        held = held[y[held] == 1]
         fitted = clone(estimator).fit([docs[i] for i in train], y[train])
-        p = fitted.predict_proba([docs[i] for i in positives[held]])[:, 1]
-        scores[held] = unbalanced(p, keep.size, others.size)
-    return scores
+        p = fitted.predict_proba([docs[i] for i in held])[:, 1]
+        n_pos = int(y[train].sum())
+        scores[held] = unbalanced(p, n_pos, train.size - n_pos)
+    return scores[positives]
