@@ -45,13 +45,13 @@ def site_sample(lines, pages: list[dict], count: int, seed: int) -> list[dict]:
     return [dict(page, label="site") for page in others[:count]]
 
 
-def few_page_model(web, topic, count: int, contrast: int, seed: int = 0, calibrate: bool = True):
+def few_page_model(web, topic, count: int, contrast: int, seed: int = 0, calibrate: bool = False):
     """The model a user with ``count`` on-topic pages makes (``bench/draw_examples.py``: drawn with
     ``seed`` from the web's training-host pages, trained against the background corpus); with
-    ``contrast``, that many other pages of their sites (drawn with ``seed``, whatever their label)
-    are the unlabelled side too, the model calibrated for them (``scrapy train --contrast``; not
-    with ``calibrate`` false: the background alone), and its links read by the words the pages
-    share and those pages do not (``query.attach_link_reading``)."""
+    ``contrast``, that many other pages of their sites (drawn with ``seed``, whatever their label):
+    its links are read by the words the pages share and those pages do not
+    (``query.attach_link_reading``; ``scrapy train --contrast``), and with ``calibrate`` they are the
+    page classifier's unlabelled side too, the model calibrated for them (``--unlabelled-contrast``)."""
     from focuscrawl.relevance import train_topic_model
     from focuscrawl.relevance.examples import Example
     from focuscrawl.relevance.query import attach_link_reading, page_words
