@@ -58,8 +58,8 @@ class Command(FocusCommand):
                                 "repeated); links are then read by the words your pages share and these do not")
         group.add_argument("--unlabelled-contrast", action="store_true",
                            help="train the page classifier against the --contrast pages too, as unlabelled pages "
-                                "(some may be on topic), its scores calibrated for them (Elkan & Noto's c); "
-                                "measured: better on manuals, worse on WebKB's course pages")
+                                "(some may be on topic), its scores calibrated for them (Elkan & Noto's c), which "
+                                "helps on manuals and not on WebKB's course pages")
         group.add_argument("--grow", action="store_true",
                            help="mark a model made from words or on-topic pages alone to grow from the crawl's "
                                 "pages as the crawl goes (FOCUS_GROW_MODEL overrides)")
