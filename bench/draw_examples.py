@@ -45,11 +45,13 @@ def site_sample(lines, pages: list[dict], count: int, seed: int) -> list[dict]:
     return [dict(page, label="site") for page in others[:count]]
 
 
-def few_page_model(web, topic, count: int, contrast: int, seed: int = 0):
+def few_page_model(web, topic, count: int, contrast: int, seed: int = 0, calibrate: bool = False):
     """The model a user with ``count`` on-topic pages makes (``bench/draw_examples.py``: drawn with
     ``seed`` from the web's training-host pages, trained against the background corpus); with
-    ``contrast``, its links read by the words the pages share and that many other pages of their
-    sites (drawn with ``seed``, whatever their label) do not (``query.attach_link_reading``)."""
+    ``contrast``, that many other pages of their sites (drawn with ``seed``, whatever their label):
+    its links are read by the words the pages share and those pages do not
+    (``query.attach_link_reading``; ``scrapy train --contrast``), and with ``calibrate`` they are the
+    page classifier's unlabelled side too, the model calibrated for them (``--unlabelled-contrast``)."""
     from focuscrawl.relevance import train_topic_model
     from focuscrawl.relevance.examples import Example
     from focuscrawl.relevance.query import attach_link_reading, page_words
@@ -58,10 +60,14 @@ def few_page_model(web, topic, count: int, contrast: int, seed: int = 0):
     with examples_path.open(encoding="utf-8") as lines:
         pages = draw(lines, list(topic.positive), count, seed)
     examples = [Example(p.get("url", ""), p.get("title", ""), p.get("text", ""), p["label"]) for p in pages]
-    model, _ = train_topic_model(examples, [topic.positive[0]], cv_folds=0)
+    others = []
     if contrast:
         with examples_path.open(encoding="utf-8") as lines:
             others = site_sample(lines, pages, contrast, seed)
+    unlabelled = [Example(p.get("url", ""), p.get("title", ""), p.get("text", ""), "site") for p in others]
+    model, _ = train_topic_model(examples, [topic.positive[0]], cv_folds=0,
+                                 unlabelled=unlabelled if calibrate else None)
+    if contrast:
         words = attach_link_reading(model, [page_words(p.get("url", ""), p.get("title", ""), p.get("text", "")) for p in pages],
                                     [page_words(p.get("url", ""), p.get("title", ""), p.get("text", "")) for p in others],
                                     f"{len(others)} other pages of the pages' sites")

@@ -45,7 +45,7 @@ but links a page that is (a perfect one-step hub model). They combine: ``--oracl
                              [--oracle page|value|live|hub|live,hub] [--rank 300,600] [--jobs 2]
                              [--jitter 0.03] [--first-run 33] [--version-every 16]
 
-``--webs NAME,... --pages 10 [--contrast 200]`` screens the start from ten on-topic pages (drawn as
+``--webs NAME,... --pages 10 [--contrast 200 [--unlabelled-contrast]]`` screens the start from ten on-topic pages (drawn as
 ``bench/draw_examples.py`` draws them), with ``--contrast`` their links read by the words the ten
 share and a sample of their sites' other pages does not.
 
@@ -443,7 +443,7 @@ def run_suite(args, oracle) -> int:
         elif args.pages:
             from draw_examples import few_page_model  # bench/, on sys.path (suite_cases)
 
-            model = few_page_model(web, topic, args.pages, args.contrast)
+            model = few_page_model(web, topic, args.pages, args.contrast, calibrate=args.unlabelled_contrast)
         else:
             model = TopicModel.load(model_path)
         relevance = Relevance(load_labels(web.labels), topic.positive, parsed.same)
@@ -492,6 +492,9 @@ def main(argv=None) -> int:
     parser.add_argument("--contrast", type=int, default=0, metavar="K",
                         help="with --pages: their links read by the words the N pages share and K other pages "
                              "of their sites do not (query.attach_link_reading)")
+    parser.add_argument("--unlabelled-contrast", action="store_true",
+                        help="with --contrast: the K pages are the page classifier's unlabelled side too, "
+                             "calibrated (scrapy train --unlabelled-contrast)")
     parser.add_argument("--strategy", default="learned", metavar="NAME[,NAME]",
                         help=f"what orders the frontier: {', '.join(STRATEGIES)} (default learned)")
     parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))

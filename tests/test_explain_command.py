@@ -285,3 +285,21 @@ def test_url_queued_after_the_checkpoint_is_found_in_the_journal(tmp_path):
     queued = answers["http://a.test/comets.html"]["frontier"]
     assert queued is not None and queued["anchor"] == "comet atlas" and queued["priority_now"] is not None
     assert answers["http://a.test/done.html"]["found"] is False  # fetched since the checkpoint: not waiting
+
+
+def test_the_model_note_says_a_model_was_calibrated_for_unlabelled_pages(tmp_path):
+    from focuscrawl.commands.explain import _crawl_model
+    from focuscrawl.relevance.query import build_query_model
+
+    model = build_query_model("course syllabus", background_docs=["software"] * 3)
+    model.metadata.update(start="pages", n_positive=10,
+                          off_topic={"kind": "background", "unlabelled": {"pages": 200, "c": 0.00172}})
+    model.save(tmp_path / "ten.joblib")
+
+    class Store:
+        def crawl_model(self):
+            return str(tmp_path / "ten.joblib"), 1
+
+    _, note = _crawl_model(Store())
+    assert "made from 10 on-topic page(s) against the background corpus and 200 unlabelled page(s) of their " \
+           "sites, calibrated by c = 0.00172" in note

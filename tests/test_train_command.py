@@ -165,12 +165,24 @@ def test_on_topic_examples_alone_read_links_by_the_words_their_sites_lack(inputs
                      "-o", "m.joblib", "--cv-folds", "0"], inputs["work"])
     assert result.returncode == 0, result.stderr
     assert "links read by the words at least half the 8 pages use and the 16 contrast pages" in result.stdout
-    links = TopicModel.load(inputs["work"] / "m.joblib").metadata["links"]
+    assert "unlabelled" not in result.stdout  # the page classifier is the background's alone
+    assert "unlabelled" not in TopicModel.load(inputs["work"] / "m.joblib").metadata["off_topic"]
+    result = scrapy(["train", str(ten), "--positive", "course", "--contrast", str(inputs["warc"]),
+                     "--unlabelled-contrast", "-o", "m.joblib", "--cv-folds", "0"], inputs["work"])
+    assert result.returncode == 0, result.stderr
+    assert "unlabelled: the 16 contrast pages are the other side too" in result.stdout
+    assert "Elkan & Noto 2008" in result.stdout and "held-out examples count as found" in result.stdout
+    model = TopicModel.load(inputs["work"] / "m.joblib")
+    unlabelled = model.metadata["off_topic"]["unlabelled"]  # what stood for the other side, and c
+    assert unlabelled["pages"] == 16 and 0 < unlabelled["c"] <= 1 and unlabelled["held_out"] == 8
+    assert model.metadata["examples_per_class"]["unlabelled"] == 16 and model.even_odds_score == 0.5
+    links = model.metadata["links"]
     assert links["kind"] == "query" and set(links["words"]) <= set(COURSE_WORDS) | {"course"}  # their URLs say it
     assert links["contrast"]["pages"] == 16 and "pages.warc.gz" in links["contrast"]["source"]
     cases = (([str(inputs["folder"]), "--positive", "course", "--contrast", str(inputs["warc"])],
               "--contrast is for on-topic examples alone"),
-             ([str(ten), "--positive", "course", "--contrast", "nowhere.jsonl"], "no such file"))
+             ([str(ten), "--positive", "course", "--contrast", "nowhere.jsonl"], "no such file"),
+             ([str(ten), "--positive", "course", "--unlabelled-contrast"], "give them with --contrast PATH"))
     for args, fragment in cases:
         assert_one_error(scrapy(["train", *args, "-o", "e.joblib"], inputs["work"]), fragment)
     assert not (inputs["work"] / "e.joblib").exists()

@@ -325,7 +325,10 @@ def _crawl_model(store) -> tuple[Any, str]:
     if model.metadata.get("start") == "query":
         note += f" (made from the words {model.metadata.get('query', '')!r})"
     elif (model.metadata.get("off_topic") or {}).get("kind") == "background":
-        note += f" (made from {model.metadata.get('n_positive', 0)} on-topic page(s) against the background corpus)"
+        unlabelled = model.metadata["off_topic"].get("unlabelled")
+        also = (f" and {unlabelled['pages']} unlabelled page(s) of their sites, calibrated by c = {unlabelled['c']:.4g}"
+                if isinstance(unlabelled, dict) else "")
+        note += f" (made from {model.metadata.get('n_positive', 0)} on-topic page(s) against the background corpus{also})"
     if grown:
         note += (f", grown by the crawl from its pages in {len(model.metadata.get('grown') or [])} round(s): "
                  "pages scored before its last round were scored by an earlier model")

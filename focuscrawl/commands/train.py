@@ -56,6 +56,10 @@ class Command(FocusCommand):
                            help="other pages of the same sites that are not what you want, for on-topic examples "
                                 "alone (JSON lines, a folder, a WARC or a crawl store; labels ignored; may be "
                                 "repeated); links are then read by the words your pages share and these do not")
+        group.add_argument("--unlabelled-contrast", action="store_true",
+                           help="train the page classifier against the --contrast pages too, as unlabelled pages "
+                                "(some may be on topic), its scores calibrated for them (Elkan & Noto's c), which "
+                                "helps on manuals and not on WebKB's course pages")
         group.add_argument("--grow", action="store_true",
                            help="mark a model made from words or on-topic pages alone to grow from the crawl's "
                                 "pages as the crawl goes (FOCUS_GROW_MODEL overrides)")
@@ -90,6 +94,8 @@ class Command(FocusCommand):
             raise CommandError(f"no examples given: scrapy train {self.syntax().splitlines()[0]} (or --query WORDS, --urls FILE)")
         if not opts.output:
             raise CommandError("no output path: add -o models/NAME.joblib")
+        if opts.unlabelled_contrast and not opts.contrast:
+            raise CommandError("--unlabelled-contrast trains against the --contrast pages: give them with --contrast PATH")
         positive = [p.strip() for p in (opts.positive or "").split(",") if p.strip()]
         if opts.positive is not None and not positive:
             raise CommandError("no positive label: add --positive LABEL[,LABEL]")
@@ -136,7 +142,9 @@ class Command(FocusCommand):
                     positive = [ON_TOPIC]  # a store labelled only by people
                 else:
                     raise CommandError("no positive label: add --positive LABEL[,LABEL] (or --base MODEL)")
-            model, report = train_topic_model(examples, positive, cv_folds=folds, background=not opts.no_background)
+            contrast = self._contrast(examples, positive, opts.contrast) if opts.contrast else None
+            model, report = train_topic_model(examples, positive, cv_folds=folds, background=not opts.no_background,
+                                              unlabelled=contrast if opts.unlabelled_contrast else None)
         except (ExamplesError, TrainingError) as exc:
             raise CommandError(str(exc)) from None
 
@@ -148,8 +156,10 @@ class Command(FocusCommand):
             print(f"  {label:<20} {count:>7}{mark}")
         print(f"positive: {report['n_positive']}  negative: {report['n_negative']}")
         _print_off_topic(report["off_topic"])
-        if opts.contrast:
-            self._read_links_by_contrast(model, examples, positive, opts.contrast, report)
+        if contrast:
+            if opts.unlabelled_contrast:
+                _print_calibration(report["off_topic"]["unlabelled"])
+            self._read_links_by_contrast(model, examples, positive, contrast, opts.contrast)
         if opts.grow:
             if report["off_topic"].get("kind") != "background":
                 raise CommandError("--grow is for a model from words or on-topic pages alone; this one has "
@@ -161,7 +171,7 @@ class Command(FocusCommand):
                 f"cross-validated ({cv['folds']} folds): precision {cv['precision']:.3f}  "
                 f"recall {cv['recall']:.3f}  F1 {cv['f1']:.3f}"
             )
-        else:
+        elif "unlabelled" not in report["off_topic"]:  # a calibrated model said what it measured above
             print("cross-validation skipped (0 folds asked, or a class has a single example)")
         if not (model.metadata.get("links") or {}).get("words"):
             _print_link_report(report.get("links"), examples, asked=keep_links,
@@ -175,25 +185,32 @@ class Command(FocusCommand):
 
 
     @staticmethod
-    def _read_links_by_contrast(model, examples, positive: list[str], paths: list[str], report: dict) -> None:
-        """A written link reading for a model trained from on-topic pages alone: the words its pages
-        share and ``paths`` (pages of the same sites the user did not pick) do not."""
+    def _contrast(examples, positive: list[str], paths: list[str]):
+        """The pages of ``paths`` (other pages of the examples' sites, which the user did not pick)
+        that are not among the examples: the unlabelled side of a model from on-topic pages alone."""
         from focuscrawl.relevance import ExamplesError
         from focuscrawl.relevance.examples import load_contrast
-        from focuscrawl.relevance.query import attach_link_reading, page_words
 
-        if report["off_topic"].get("kind") != "background":
+        if any(e.label not in positive and e.label != ON_TOPIC for e in examples):
             raise CommandError("--contrast is for on-topic examples alone; these have off-topic examples, "
-                               "which teach the links themselves")
+                               "which teach the model and the links themselves")
         try:
             contrast = load_contrast(paths)
         except ExamplesError as exc:
             raise CommandError(f"--contrast: {exc}") from None
-        mine = [e for e in examples if e.label in positive or e.label == ON_TOPIC]
-        picked = {e.url for e in mine if e.url}
+        picked = {e.url for e in examples if e.url}
         contrast = [e for e in contrast if e.url not in picked]
         if not contrast:
             raise CommandError(f"--contrast {' '.join(paths)} has no page that is not one of the examples")
+        return contrast
+
+    @staticmethod
+    def _read_links_by_contrast(model, examples, positive: list[str], contrast, paths: list[str]) -> None:
+        """A written link reading for a model trained from on-topic pages alone: the words its pages
+        share and ``contrast`` (pages of the same sites the user did not pick) do not."""
+        from focuscrawl.relevance.query import attach_link_reading, page_words
+
+        mine = [e for e in examples if e.label in positive or e.label == ON_TOPIC]
         source = f"{len(contrast)} page(s) of {', '.join(str(Path(p).resolve()) for p in paths)}"
         words = attach_link_reading(model, [page_words(e.url, e.title, e.text) for e in mine],
                                     [page_words(e.url, e.title, e.text) for e in contrast], source)
@@ -341,6 +358,14 @@ def _print_off_topic(off_topic: dict) -> None:
     print(f"off topic: no example is, so {off_topic['pages']} background pages stand for the rest of the web: "
           f"{off_topic['source']} ({off_topic['licence']}). Pages about software count as off topic, everything "
           "else merely unlike the examples; label what the crawl finds to sharpen it")
+
+
+def _print_calibration(unlabelled: dict) -> None:
+    print(f"unlabelled: the {unlabelled['pages']} contrast pages are the other side too (some may be on topic: "
+          "positive-unlabelled learning, Elkan & Noto 2008); scores are calibrated by "
+          f"c = {unlabelled['c']:.4f}, the mean score of each example held out of a fit "
+          f"({unlabelled['folds']} folds): {unlabelled['held_out_found']} of {unlabelled['held_out']} held-out "
+          "examples count as found")
 
 
 def _print_link_report(links: dict | None, examples, asked: bool = True, why: str = "--no-link-model") -> None:

@@ -298,13 +298,20 @@ class TopicModel:
 
 
 def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state: int = 0, link_model: bool = True,
-                      background: bool = True):
+                      background: bool = True, unlabelled=None):
     """Cross-validate, then fit on every example. Returns ``(TopicModel, report)``.
 
     Examples that are all on topic are contrasted with the shipped background corpus
     (``relevance.background``) when ``background`` is true, else refused: ``report["off_topic"]``
     says where the off-topic side came from (``{"kind": "examples"}`` or the background's source,
     licence and size).
+
+    ``unlabelled`` pages (examples all on topic only: other pages of their sites, which the user
+    did not pick, most off topic and some on) join the background as the other side, and the
+    model is calibrated for them (positive-unlabelled learning, ``relevance.calibration``: Elkan &
+    Noto's c estimated on the positives each held out of a fit, the model shifted to score 0.5
+    where P(on topic) is 1/2); ``report["off_topic"]["unlabelled"]`` records c and how it was
+    estimated, and ``report["cv"]`` is None (unlabelled pages give no precision).
 
     When ``examples`` carry labelled links (``ExampleList.links``, read from WARC inputs) and
     ``link_model`` is true, a link model is trained too; ``report["links"]`` says how it went.
@@ -335,6 +342,9 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
     y = np.array([e.label in positive for e in examples], dtype=int)
     n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
     off_topic, even_odds = {"kind": "examples"}, None
+    unlabelled = list(unlabelled or [])
+    if unlabelled and n_neg:
+        raise TrainingError("unlabelled pages are for on-topic examples alone; these have off-topic examples")
     if n_neg == 0:
         if not background:
             raise TrainingError(
@@ -351,10 +361,18 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
         off_topic = {"kind": "background", **describe()}
         # the background's size is the corpus's, not a share of the web: its base rate says nothing
         even_odds = 0.5
+        if unlabelled:
+            examples = examples + unlabelled
+            y = np.concatenate([y, np.zeros(len(unlabelled), dtype=int)])
+            n_neg += len(unlabelled)
+            per_class[CONTRAST_CLASS] = len(unlabelled)
     docs = [model_document(e.title, e.text) for e in examples]
 
     folds = min(int(cv_folds or 0), n_pos, n_neg)
     cv = None
+    if unlabelled:
+        off_topic["unlabelled"] = _calibrate_for_unlabelled(docs, y, len(unlabelled), random_state)
+        folds = 0  # the pages not picked are no off-topic labels: precision cannot be measured on them
     if folds >= 2:
         splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=random_state)
         proba = cross_val_predict(
@@ -366,6 +384,10 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
         cv = {"folds": folds, "precision": float(precision), "recall": float(recall), "f1": float(f1)}
 
     pipeline = build_pipeline(len(docs)).fit(docs, y)
+    if unlabelled:
+        # score 0.5 where g(x) = c / 2: items, the learner's hits and the parent scores all read
+        # even odds there, as for any other model
+        pipeline.named_steps["classifier"].intercept_ -= off_topic["unlabelled"]["even_odds_logit"]
     link_pipeline, link_report = (train_link_model(links, positive, cv_folds, random_state)
                                   if links and link_model else (None, None))
     report = {
@@ -386,3 +408,34 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
         },
     }
     return TopicModel(pipeline, report, link_pipeline), report
+
+
+#: the class of the unlabelled pages in a model's ``examples_per_class``
+CONTRAST_CLASS = "unlabelled"
+
+
+def _calibrate_for_unlabelled(docs: list[str], y, n_unlabelled: int, random_state: int) -> dict:
+    """Elkan & Noto's c for a model trained on ``docs`` (positives ``y`` 1 against the background
+    and ``n_unlabelled`` unlabelled pages), and where even odds falls on its class-balanced scale."""
+    from focuscrawl.relevance import calibration
+
+    n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
+    if n_pos < 2:
+        raise TrainingError("calibrating against unlabelled pages needs at least two on-topic examples "
+                            "(each is held out of a fit in turn)")
+    scores = calibration.held_out_positive_scores(build_pipeline(len(docs)), docs, y, random_state=random_state)
+    c = calibration.labelling_propensity(scores)
+    if c < calibration.MIN_PROPENSITY:
+        raise TrainingError(f"the on-topic examples, each held out, score {c:.2g} on average against the "
+                            "unlabelled pages: too unlike each other to calibrate; give more examples")
+    threshold = c / 2.0
+    return {
+        "pages": n_unlabelled,
+        "method": "Elkan & Noto 2008: P(on topic | x) = g(x) / c, g trained on the examples against "
+                  "the rest, c = mean g of each example held out of a fit",
+        "c": round(c, 6),
+        "folds": min(calibration.MAX_FOLDS, n_pos),
+        "held_out_found": int((scores >= threshold).sum()),
+        "held_out": n_pos,
+        "even_odds_logit": calibration.even_odds_logit(c, n_pos, n_neg),
+    }
