@@ -81,7 +81,7 @@ from focuscrawl.relevance.query import build_query_model
 from focuscrawl.replay import RecordedWeb
 from focuscrawl.replay.linkgraph import PAGE, REDIRECT, LinkGraph, SamePage, load_aliases
 from focuscrawl.replay.metrics import Relevance, load_labels, reachable_relevant
-from focuscrawl.urls import canonicalize, extension, host_key, url_key
+from focuscrawl.urls import canonicalize, extension, host_key, path_prefix, url_key
 
 SEEDS = ["http://www.cs.cornell.edu/", "http://www.cs.utexas.edu/", "http://www.cs.washington.edu/",
          "http://www.cs.wisc.edu/"]
@@ -97,13 +97,18 @@ SPEND = ("new relevant", "relevant again", "other page", "redirect", "nothing")
 #: only, screened in simulation, none adopted): "shark-feature", the link's shark-search inherited score
 #: as one more feature the learner weighs (starting weight ``SHARK_FEATURE_WEIGHT``); "shark-prior",
 #: the priority is shark-search's value blended with the learner's, the learner's share growing with
-#: its evidence (``n / (n + SHARK_PRIOR_EVIDENCE)`` after n observations); "no-bonus", the learner
+#: its evidence (``n / (n + SHARK_PRIOR_EVIDENCE)`` after n observations); "rank-yield", the places'
+#: yields (host, path prefix, siblings) count a page not counted as found by its rank reward, as a
+#: part of a hit, so that where no page passes even odds a directory of well-ranked pages still pays
+#: more than one of poorly ranked ones; "no-bonus", the learner
 #: without its exploration bonus, "frozen" without its online learning of weights, "no-words" without
 #: its online link-word counts (diagnostics).
-VARIANTS = ("off", "shark-feature", "shark-prior", "no-bonus", "frozen", "no-words")
+VARIANTS = ("off", "shark-feature", "shark-prior", "rank-yield", "no-bonus", "frozen", "no-words")
 SHARK_FEATURE = "shark_inherited"
 SHARK_FEATURE_WEIGHT = 1.0
 SHARK_PRIOR_EVIDENCE = 200.0
+#: "rank-yield": a page not counted as found counts this times its rank reward as a part of a hit
+RANK_YIELD = 1.0
 
 
 class Web:
@@ -323,7 +328,13 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         # the page and the link that led to it, as the spider judges them (FOCUS_LINK_EVIDENCE)
         evidence = score if "page" in parts else model.with_link_evidence(score, link_scores.get(url))
         hit = evidence >= hit_threshold
-        learner.observe(url, parent, vector, learner.page_reward(evidence, hit), hit, False)
+        reward = learner.page_reward(evidence, hit)
+        learner.observe(url, parent, vector, reward, hit, False)
+        if variant == "rank-yield" and not hit:  # a part of a hit where the page was counted
+            for table, place in ((learner.hosts, host_key(url)), (learner.prefixes, path_prefix(url)),
+                                 (learner.children, learner.nodes[url].parent if url in learner.nodes else None)):
+                if place in table:
+                    table[place].relevant += max(0.0, reward) * RANK_YIELD
         if relevance.is_relevant_key(key):
             found.add(relevance.page_of_key(key))
             curve[-1] = len(found)
@@ -572,8 +583,9 @@ def main(argv=None) -> int:
                              "page, one found already at another URL, another page, a redirect, nothing)")
     parser.add_argument("--variant", default="off", choices=VARIANTS,
                         help="experimental: a variant of learned that borrows shark-search's inheritance "
-                             "(shark-feature, shark-prior) or drops the exploration bonus (no-bonus); "
-                             "screened in simulation only, none adopted (default off)")
+                             "(shark-feature, shark-prior), counts rank rewards in the places' yields "
+                             "(rank-yield), or drops a part (no-bonus, frozen, no-words); screened in "
+                             "simulation only, none adopted (default off)")
     parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))
     parser.add_argument("--models", help="without --webs: the folder with TARGET.joblib per WebKB target")
     parser.add_argument("--targets", default=None,
