@@ -45,6 +45,12 @@ but links a page that is (a perfect one-step hub model). They combine: ``--oracl
                              [--oracle page|value|live|hub|live,hub] [--rank 300,600] [--jobs 2]
                              [--jitter 0.03] [--first-run 33] [--version-every 16]
 
+``--spend`` (with ``--webs``) counts what the requests bought (``SPEND``): where a strategy's budget
+goes when two of them find different amounts. ``--variant`` runs an experimental variant of
+``learned`` (``VARIANTS``: shark-search's inheritance borrowed, the places' yields read on rank
+rewards, or one part of the learner left out); none is the crawler's default (docs/research.md,
+"What shark-search does on tooldocs testing that the learner does not").
+
 ``--webs NAME,... --pages 10 [--contrast 200 [--unlabelled-contrast]]`` screens the start from ten on-topic pages (drawn as
 ``bench/draw_examples.py`` draws them), with ``--contrast`` their links read by the words the ten
 share and a sample of their sites' other pages does not.
