@@ -45,6 +45,12 @@ but links a page that is (a perfect one-step hub model). They combine: ``--oracl
                              [--oracle page|value|live|hub|live,hub] [--rank 300,600] [--jobs 2]
                              [--jitter 0.03] [--first-run 33] [--version-every 16]
 
+``--spend`` (with ``--webs``) counts what the requests bought (``SPEND``): where a strategy's budget
+goes when two of them find different amounts. ``--variant`` runs an experimental variant of
+``learned`` (``VARIANTS``: shark-search's inheritance borrowed, the places' yields read on rank
+rewards, or one part of the learner left out); none is the crawler's default (docs/research.md,
+"What shark-search does on tooldocs testing that the learner does not").
+
 ``--webs NAME,... --pages 10 [--contrast 200 [--unlabelled-contrast]]`` screens the start from ten on-topic pages (drawn as
 ``bench/draw_examples.py`` draws them), with ``--contrast`` their links read by the words the ten
 share and a sample of their sites' other pages does not.
@@ -81,7 +87,7 @@ from focuscrawl.relevance.query import build_query_model
 from focuscrawl.replay import RecordedWeb
 from focuscrawl.replay.linkgraph import PAGE, REDIRECT, LinkGraph, SamePage, load_aliases
 from focuscrawl.replay.metrics import Relevance, load_labels, reachable_relevant
-from focuscrawl.urls import canonicalize, extension, host_key, url_key
+from focuscrawl.urls import canonicalize, extension, host_key, path_prefix, url_key
 
 SEEDS = ["http://www.cs.cornell.edu/", "http://www.cs.utexas.edu/", "http://www.cs.washington.edu/",
          "http://www.cs.wisc.edu/"]
@@ -89,6 +95,26 @@ POINTS = (100, 200, 500, 1000, 2000)
 ORACLES = ("page", "value", "live", "hub")
 STRATEGIES = ("learned", "bestfirst", "shark", "bfs")
 HUB_FEATURE = "oracle_hub"
+#: What a request bought (``--spend``): a relevant page not found before, a relevant page found
+#: already at another URL, another page, a redirect (its target is the next request), nothing (404,
+#: not HTML).
+SPEND = ("new relevant", "relevant again", "other page", "redirect", "nothing")
+#: Experimental variants of ``learned`` that borrow shark-search's inheritance (``--variant``; bench
+#: only, screened in simulation, none adopted): "shark-feature", the link's shark-search inherited score
+#: as one more feature the learner weighs (starting weight ``SHARK_FEATURE_WEIGHT``); "shark-prior",
+#: the priority is shark-search's value blended with the learner's, the learner's share growing with
+#: its evidence (``n / (n + SHARK_PRIOR_EVIDENCE)`` after n observations); "rank-yield", the places'
+#: yields (host, path prefix, siblings) count a page not counted as found by its rank reward, as a
+#: part of a hit, so that where no page passes even odds a directory of well-ranked pages still pays
+#: more than one of poorly ranked ones; "no-bonus", the learner
+#: without its exploration bonus, "frozen" without its online learning of weights, "no-words" without
+#: its online link-word counts (diagnostics).
+VARIANTS = ("off", "shark-feature", "shark-prior", "rank-yield", "no-bonus", "frozen", "no-words")
+SHARK_FEATURE = "shark_inherited"
+SHARK_FEATURE_WEIGHT = 1.0
+SHARK_PRIOR_EVIDENCE = 200.0
+#: "rank-yield": a page not counted as found counts this times its rank reward as a part of a hit
+RANK_YIELD = 1.0
 
 
 class Web:
@@ -193,7 +219,8 @@ def rank_probe(marks: list[int], values: dict[str, float], quality: dict[int, li
 def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
              margin: float, seed: int, oracle: str = "off", values: dict[str, float] | None = None,
              probe=None, version_every: int = VERSION_EVERY, jitter: float = 0.0,
-             hubs: set[str] | None = None, strategy: str = "learned", scores: dict | None = None) -> list[int]:
+             hubs: set[str] | None = None, strategy: str = "learned", scores: dict | None = None,
+             variant: str = "off", spend: dict[str, int] | None = None) -> list[int]:
     """found(i) after each request, as ``metrics.found_curve`` counts it. ``oracle`` (comma-separated
     parts, ``oracle_parts``) "page": the labels score pages; "value": ``values`` (``oracle_values``)
     order the frontier; "live": links to pages the recording lacks are never followed; "hub": links to
@@ -208,7 +235,8 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     ``strategy``: what orders the frontier (``STRATEGIES``: the learner, or a classic crawler of
     ``focuscrawl.learning.strategies`` fed the same links as the scheduler feeds it). ``scores``: a
     dict kept across runs of one model, where the model's page and link scores are remembered (they
-    do not depend on the run)."""
+    do not depend on the run). ``variant``: an experimental variant of ``learned`` (``VARIANTS``).
+    ``spend``: a dict where each request is counted by what it bought (``SPEND``)."""
     rng = random.Random(seed)
     scores = {} if scores is None else scores
     classic = None if strategy == "learned" else make_strategy(strategy, None)
@@ -220,9 +248,16 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     elif hubs is None:
         hubs = oracle_hubs(web.graph, relevance)
     learner = LinkRewardLearner(link_model=model.learned_links,  # as the scheduler's
-                                version_every=version_every)
-    priors = {**(model.learner_priors or {}), **({HUB_FEATURE: 1.0} if hubs else {})}
+                                version_every=version_every,
+                                **({"exploration": 0.0} if variant == "no-bonus" else {}),
+                                **({"learning_rate": 0.0} if variant == "frozen" else {}))
+    # shark-search's values of the links, kept beside the learner for the shark variants
+    shark = make_strategy("shark", None) if variant in ("shark-feature", "shark-prior") else None
+    priors = {**(model.learner_priors or {}), **({HUB_FEATURE: 1.0} if hubs else {}),
+              **({SHARK_FEATURE: SHARK_FEATURE_WEIGHT} if variant == "shark-feature" else {})}
     learner.use_link_model(model.learned_links, priors)
+    if variant == "no-words":
+        learner.learn_words = False
     hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
     deny = set(DEFAULTS.deny_extensions)
     frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)
@@ -242,6 +277,9 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
                 meta = request_meta(LinkMeta(anchor, context, parent, parent_score, hops, link_score), depth)
                 if classic.refound(canonical, meta):
                     priority[canonical] = classic.priority(canonical)
+            elif shark is not None and canonical in frontier:  # raised for the next re-scoring
+                shark.refound(canonical, request_meta(LinkMeta(anchor, context, parent, parent_score, hops,
+                                                               link_score), depth))
             return
         key = url_key(canonical)
         if "live" in parts and parent is not None and not web.graph.is_page(_landing(web.graph, key)):
@@ -251,6 +289,11 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         features = link_features(context_)
         if key in hubs:
             features = (*features, (HUB_FEATURE, 1.0))
+        if shark is not None:
+            shark.score(canonical, request_meta(LinkMeta(anchor, context, parent, parent_score, hops, link_score),
+                                                depth))
+            if variant == "shark-feature" and parent is not None:
+                features = (*features, (SHARK_FEATURE, shark.urls[canonical].inherited))
         frontier[canonical] = (learner.vectorise(features), parent, depth, hops)
         link_scores[canonical] = link_score
         if classic is not None:
@@ -261,6 +304,11 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         key = url_key(url)
         kind = web.graph.kind.get(key)
         curve.append(len(found))  # this request is counted whatever it returns
+        if spend is not None:
+            bought = ("redirect" if kind == REDIRECT else "nothing" if kind != PAGE or key not in web.pages
+                      else "other page" if not relevance.is_relevant_key(key)
+                      else "relevant again" if relevance.page_of_key(key) in found else "new relevant")
+            spend[bought] = spend.get(bought, 0) + 1
         if kind == REDIRECT:  # the target is requested next, as Scrapy's redirect middleware does
             targets = web.graph.out.get(key) or []
             target = canonicalize(web.graph.url[targets[0]]) if targets else None
@@ -286,7 +334,13 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         # the page and the link that led to it, as the spider judges them (FOCUS_LINK_EVIDENCE)
         evidence = score if "page" in parts else model.with_link_evidence(score, link_scores.get(url))
         hit = evidence >= hit_threshold
-        learner.observe(url, parent, vector, learner.page_reward(evidence, hit), hit, False)
+        reward = learner.page_reward(evidence, hit)
+        learner.observe(url, parent, vector, reward, hit, False)
+        if variant == "rank-yield" and not hit:  # a part of a hit where the page was counted
+            for table, place in ((learner.hosts, host_key(url)), (learner.prefixes, path_prefix(url)),
+                                 (learner.children, learner.nodes[url].parent if url in learner.nodes else None)):
+                if place in table:
+                    table[place].relevant += max(0.0, reward) * RANK_YIELD
         if relevance.is_relevant_key(key):
             found.add(relevance.page_of_key(key))
             curve[-1] = len(found)
@@ -296,9 +350,17 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
             found_links = scores[("links", key)] = model.score_links(links)
         if classic is not None:
             classic.released(url)
+        if shark is not None:
+            shark.released(url)
         for (anchor, context, link), link_score in zip(links, found_links):
             enqueue(link, url, anchor, context, round(model.probability(evidence), 4), depth + 1, hops,
                     round(link_score, 4))
+
+    def blend(url, learned):
+        """shark-search's value, the learner's share growing with its observations."""
+        say = learner.observations / (learner.observations + SHARK_PRIOR_EVIDENCE)
+        value = shark.priority(url)
+        return learned if value is None else say * learned + (1 - say) * value
 
     for url in seeds:
         enqueue(url, None, "", "", None, 0, 0, None)
@@ -311,9 +373,13 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         elif learner.version != version:
             version = learner.version
             priority = dict(zip(frontier, learner.score_many([(v, u, p) for u, (v, p, _, _) in frontier.items()])))
+            if variant == "shark-prior":
+                priority = {url: blend(url, value) for url, value in priority.items()}
         for url in frontier.keys() - priority.keys():
             vector, parent, _, _ = frontier[url]
             priority[url] = learner.score(vector, url, parent)
+            if variant == "shark-prior":
+                priority[url] = blend(url, priority[url])
         chosen, hosts, best = [], set(), None
         candidates = heapq.nlargest(max(slots * 20, 200), frontier, key=priority.__getitem__)
         seen_as = priority
@@ -342,31 +408,35 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
 _SHARED: dict = {}  # what the worker processes of ``simulate_runs`` read (inherited by fork)
 
 
-def _one_run(run: int) -> tuple[list[int], dict[int, list[dict]]]:
-    """One seeded run with what ``simulate_runs`` shared: its curve and its rank probes."""
+def _one_run(run: int) -> tuple[list[int], dict[int, list[dict]], dict[str, int]]:
+    """One seeded run with what ``simulate_runs`` shared: its curve, its rank probes and its spend."""
     shared = _SHARED
+    spend: dict[str, int] = {}
     quality: dict[int, list[dict]] = {mark: [] for mark in shared["marks"]}
     probe = rank_probe(shared["marks"], shared["values"], quality) if shared["marks"] else None
     curve = simulate(shared["web"], shared["model"], shared["relevance"], shared["seeds"], shared["budget"],
                      shared["slots"], shared["margin"], run, shared["oracle"], shared["values"], probe,
                      shared["version_every"], shared["jitter"], shared["hubs"], shared["strategy"],
-                     shared["scores"])
-    return curve, quality
+                     shared["scores"], shared["variant"], spend)
+    return curve, quality, spend
 
 
 def simulate_runs(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
                   margin: float, runs: list[int], oracle: str = "off", values: dict[str, float] | None = None,
                   marks: list[int] = (), jobs: int = 1,
                   version_every: int = VERSION_EVERY,
-                  jitter: float = 0.0, strategy: str = "learned", scores: dict | None = None) -> tuple[list[list[int]], dict[int, list[dict]]]:
+                  jitter: float = 0.0, strategy: str = "learned", scores: dict | None = None,
+                  variant: str = "off", spends: list | None = None) -> tuple[list[list[int]], dict[int, list[dict]]]:
     """``simulate`` for each seed in ``runs`` (curves in that order) and the ``--rank`` probes at
     ``marks``; with ``jobs`` > 1, in that many forked processes (a run is seeded, so the curves are
     the same either way). The model's scores are worked out once for all the runs of a process
-    (``scores``: a dict to keep them in for later calls with the same model)."""
+    (``scores``: a dict to keep them in for later calls with the same model). ``spends``: a list each
+    run's spend (``SPEND``: requests by what they bought) is appended to."""
     hubs = oracle_hubs(web.graph, relevance) if "hub" in oracle_parts(oracle) else None  # once, not per run
     _SHARED.update(web=web, model=model, relevance=relevance, seeds=seeds, budget=budget, slots=slots,
                    margin=margin, oracle=oracle, values=values, marks=list(marks), version_every=version_every,
-                   jitter=jitter, hubs=hubs, strategy=strategy, scores={} if scores is None else scores)
+                   jitter=jitter, hubs=hubs, strategy=strategy, scores={} if scores is None else scores,
+                   variant=variant)
     try:
         if jobs > 1 and len(runs) > 1:
             with multiprocessing.get_context("fork").Pool(min(jobs, len(runs))) as pool:
@@ -376,10 +446,12 @@ def simulate_runs(web: Web, model: TopicModel, relevance: Relevance, seeds: list
     finally:
         _SHARED.clear()
     quality: dict[int, list[dict]] = {mark: [] for mark in marks}
-    for _, probes in results:
+    for _, probes, spend in results:
         for mark, rows in probes.items():
             quality[mark].extend(rows)
-    return [curve for curve, _ in results], quality
+        if spends is not None:
+            spends.append(spend)
+    return [curve for curve, _, _ in results], quality
 
 
 def _mean_and_error(values: list[float]) -> tuple[float, float]:
@@ -431,6 +503,7 @@ def run_suite(args, oracle) -> int:
     print("| web/topic (reachable) | strategy | recall@budget mean (se) [min-max] | harvest@500 |")
     print("|---|---|---|---|")
     means: dict[str, list[float]] = {name: [] for name in strategies}
+    marks, ranking, spent = [int(n) for n in args.rank.split(",") if n], [], []
     results: dict[str, dict] = {}  # "web/topic" (strategy) -> per-run recall and harvest, for --output
     webs: dict[Path, Web] = {}
     for web, topic, model_path in cases:
@@ -449,13 +522,20 @@ def run_suite(args, oracle) -> int:
         relevance = Relevance(load_labels(web.labels), topic.positive, parsed.same)
         reachable = len(reachable_relevant(parsed.graph, web.seeds, relevance)) or 1
         budget = args.budget or web.budget
-        values = oracle_values(parsed.graph, relevance) if "value" in oracle else None
+        values = oracle_values(parsed.graph, relevance) if "value" in oracle or marks else None
         harvest_at = min(500, budget)
         scores: dict = {}  # the model's scores, for every strategy's runs
         for name in strategies:
-            curves, _ = simulate_runs(parsed, model, relevance, list(web.seeds), budget, args.slots, args.margin,
-                                      run_seeds, args.oracle, values, (), args.jobs, args.version_every,
-                                      args.jitter, name, scores)
+            curves, quality = simulate_runs(parsed, model, relevance, list(web.seeds), budget, args.slots,
+                                            args.margin, run_seeds, args.oracle, values, marks, args.jobs,
+                                            args.version_every, args.jitter, name, scores, args.variant,
+                                            spends := [])
+            if args.spend:
+                spent.append(f"| {web.name}/{topic.name} | {name} | "
+                             + " | ".join(f"{statistics.mean(s.get(what, 0) for s in spends):.0f}" for what in SPEND) + " |")
+            ranking.extend(f"| {web.name}/{topic.name} | {name} | {mark} | {np.nanmean([r['auc'] for r in rows]):.3f} | "
+                           f"{statistics.mean(r['top'] for r in rows):.3f} | {statistics.mean(r['best'] for r in rows):.3f} |"
+                           for mark, rows in quality.items() if rows)
             recall = [(c[-1] if c else 0) / reachable for c in curves]
             harvest = [(c[min(harvest_at, len(c)) - 1] if c else 0) / harvest_at for c in curves]
             mean, error = _mean_and_error(recall)
@@ -467,6 +547,13 @@ def run_suite(args, oracle) -> int:
     for name in strategies:
         print(f"suite mean recall@budget, {name}: {statistics.mean(means[name]):.3f} over {len(means[name])} "
               f"topics")
+    if ranking:
+        print("\n| web/topic | strategy | after requests | AUC (relevant) | value of best-ranked 100 | best 100 there |"
+              "\n|---|---|---|---|---|---|")
+        print("\n".join(ranking))
+    if spent:
+        print("\n| web/topic | strategy | requests: " + " | ".join(SPEND) + " |\n|---|---|" + "---|" * len(SPEND))
+        print("\n".join(spent))
     print(f"({time.time() - started:.0f} s)")
     if args.output:
         args.output.write_text(json.dumps(results, indent=1))
@@ -497,6 +584,14 @@ def main(argv=None) -> int:
                              "calibrated (scrapy train --unlabelled-contrast)")
     parser.add_argument("--strategy", default="learned", metavar="NAME[,NAME]",
                         help=f"what orders the frontier: {', '.join(STRATEGIES)} (default learned)")
+    parser.add_argument("--spend", action="store_true",
+                        help="with --webs: also report what the requests bought (mean per run: a new relevant "
+                             "page, one found already at another URL, another page, a redirect, nothing)")
+    parser.add_argument("--variant", default="off", choices=VARIANTS,
+                        help="experimental: a variant of learned that borrows shark-search's inheritance "
+                             "(shark-feature, shark-prior), counts rank rewards in the places' yields "
+                             "(rank-yield), or drops a part (no-bonus, frozen, no-words); screened in "
+                             "simulation only, none adopted (default off)")
     parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))
     parser.add_argument("--models", help="without --webs: the folder with TARGET.joblib per WebKB target")
     parser.add_argument("--targets", default=None,
@@ -566,7 +661,7 @@ def main(argv=None) -> int:
         values = oracle_values(web.graph, relevance) if "value" in oracle or marks else None
         curves, quality = simulate_runs(web, model, relevance, SEEDS, args.budget, args.slots, args.margin,
                                         run_seeds, args.oracle, values, marks, args.jobs,
-                                        args.version_every, args.jitter, strategy)
+                                        args.version_every, args.jitter, strategy, variant=args.variant)
         for mark, rows in quality.items():
             if rows:
                 ranking.append(f"| {target} | {mark} | {np.nanmean([r['auc'] for r in rows]):.3f} | "

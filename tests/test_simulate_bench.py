@@ -212,3 +212,25 @@ def test_the_suite_cases_skip_what_this_machine_lacks(tmp_path):
     sim = load_bench("simulate")
     cases, skipped = sim.suite_cases(["webkb", "tooldocs"], shared=tmp_path, cache=tmp_path)
     assert cases == [] and set(skipped) == {"webkb", "tooldocs"}
+
+
+def test_spend_counts_every_request_and_the_variants_run(demo_web, demo_files, demo_model, monkeypatch):
+    """``spend`` counts each request once, by what it bought (a relevant page once, however many
+    URLs serve it); the experimental variants of ``learned`` run seeded, and "shark-prior" with the
+    learner given no say is shark-search's crawl (up to when a value raised by a better link is
+    picked up: at the next re-scoring, not at once)."""
+    sim = load_bench("simulate")
+    web = sim.Web(demo_files["warc"], None)
+    model = TopicModel.load(demo_model)
+    relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
+    spend: dict[str, int] = {}
+    curve = sim.simulate(web, model, relevance, demo_web.seeds, 80, 8, 0.25, 1, spend=spend)
+    assert set(spend) <= set(sim.SPEND) and sum(spend.values()) == len(curve) == 80
+    assert spend.get("new relevant", 0) == curve[-1]
+    for variant in sim.VARIANTS:
+        runs = [sim.simulate(web, model, relevance, demo_web.seeds, 80, 8, 0.25, 1, variant=variant) for _ in (1, 2)]
+        assert runs[0] == runs[1] and len(runs[0]) == 80, variant
+    monkeypatch.setattr(sim, "SHARK_PRIOR_EVIDENCE", float("inf"))
+    blended = sim.simulate(web, model, relevance, demo_web.seeds, 80, 8, 0.25, 1, variant="shark-prior")
+    shark = sim.simulate(web, model, relevance, demo_web.seeds, 80, 8, 0.25, 1, strategy="shark")
+    assert blended[:40] == shark[:40] and abs(blended[-1] - shark[-1]) <= 4, (blended[-1], shark[-1])
