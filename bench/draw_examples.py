@@ -45,6 +45,13 @@ def site_sample(lines, pages: list[dict], count: int, seed: int) -> list[dict]:
     return [dict(page, label="site") for page in others[:count]]
 
 
+def as_examples(pages: list[dict], label: str | None = None) -> list:
+    """``pages`` (JSON lines' objects) as training examples, labelled ``label`` or their own."""
+    from focuscrawl.relevance.examples import Example
+
+    return [Example(p.get("url", ""), p.get("title", ""), p.get("text", ""), label or p["label"]) for p in pages]
+
+
 def few_page_model(web, topic, count: int, contrast: int, seed: int = 0, calibrate: bool = False):
     """The model a user with ``count`` on-topic pages makes (``bench/draw_examples.py``: drawn with
     ``seed`` from the web's training-host pages, trained against the background corpus); with
@@ -53,23 +60,20 @@ def few_page_model(web, topic, count: int, contrast: int, seed: int = 0, calibra
     (``query.attach_link_reading``; ``scrapy train --contrast``), and with ``calibrate`` they are the
     page classifier's unlabelled side too, the model calibrated for them (``--unlabelled-contrast``)."""
     from focuscrawl.relevance import train_topic_model
-    from focuscrawl.relevance.examples import Example
     from focuscrawl.relevance.query import attach_link_reading, page_words
 
     examples_path = web.cache("examples.jsonl")
     with examples_path.open(encoding="utf-8") as lines:
         pages = draw(lines, list(topic.positive), count, seed)
-    examples = [Example(p.get("url", ""), p.get("title", ""), p.get("text", ""), p["label"]) for p in pages]
     others = []
     if contrast:
         with examples_path.open(encoding="utf-8") as lines:
             others = site_sample(lines, pages, contrast, seed)
-    unlabelled = [Example(p.get("url", ""), p.get("title", ""), p.get("text", ""), "site") for p in others]
-    model, _ = train_topic_model(examples, [topic.positive[0]], cv_folds=0,
-                                 unlabelled=unlabelled if calibrate else None)
+    model, _ = train_topic_model(as_examples(pages), [topic.positive[0]], cv_folds=0,
+                                 unlabelled=as_examples(others, "site") if calibrate else None)
     if contrast:
-        words = attach_link_reading(model, [page_words(p.get("url", ""), p.get("title", ""), p.get("text", "")) for p in pages],
-                                    [page_words(p.get("url", ""), p.get("title", ""), p.get("text", "")) for p in others],
+        words = attach_link_reading(model, [page_words(e.url, e.title, e.text) for e in as_examples(pages)],
+                                    [page_words(e.url, e.title, e.text) for e in as_examples(others, "site")],
                                     f"{len(others)} other pages of the pages' sites")
         print(f"{web.name}/{topic.name}: links read by {', '.join(w for w, _ in words) or 'nothing'} "
               f"(against {len(others)} pages of the same sites)", file=sys.stderr)

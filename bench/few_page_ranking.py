@@ -30,18 +30,13 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from draw_examples import draw, site_sample  # noqa: E402
+from draw_examples import as_examples, draw, site_sample  # noqa: E402
 from simulate import Web  # noqa: E402
 from webs import suite  # noqa: E402
 
 from focuscrawl.relevance import train_topic_model  # noqa: E402
-from focuscrawl.relevance.examples import Example  # noqa: E402
 from focuscrawl.replay.metrics import load_labels  # noqa: E402
 from focuscrawl.urls import url_key  # noqa: E402
-
-
-def _examples(pages, label=None):
-    return [Example(p.get("url", ""), p.get("title", ""), p.get("text", ""), label or p["label"]) for p in pages]
 
 
 def screen(web, parsed, topic, count: int, contrast: int, seed: int = 0) -> list[dict]:
@@ -58,9 +53,9 @@ def screen(web, parsed, topic, count: int, contrast: int, seed: int = 0) -> list
     with path.open(encoding="utf-8") as lines:
         others = site_sample(lines, pages, contrast, seed)
     rows = []
-    plain, _ = train_topic_model(_examples(pages), [topic.positive[0]], cv_folds=0)
-    pu, report = train_topic_model(_examples(pages), [topic.positive[0]], cv_folds=0,
-                                   unlabelled=_examples(others, "site"))
+    plain, _ = train_topic_model(as_examples(pages), [topic.positive[0]], cv_folds=0)
+    pu, report = train_topic_model(as_examples(pages), [topic.positive[0]], cv_folds=0,
+                                   unlabelled=as_examples(others, "site"))
     shift = report["off_topic"]["unlabelled"]["even_odds_logit"]
     calibrated = np.array(pu.score_many(docs))
     z = np.log(np.clip(calibrated, 1e-12, 1)) - np.log(np.clip(1 - calibrated, 1e-12, 1))

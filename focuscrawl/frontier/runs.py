@@ -22,9 +22,11 @@ them back as *lots*: runs of their own, before the spills' runs, merged only wit
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 from focuscrawl.frontier.records import BLOCK, FLAG, KEY, by_version, pack_block, unpack_block
+from focuscrawl.frontier.sampling import draw_counts
 from focuscrawl.frontier.storage import Restamp
 
 MERGE_MAX = 1 << 13  # records one spill or merge (of runs or of stale lots) writes at most (~65-100 ms packed)
@@ -96,14 +98,13 @@ class Run:
         not mind."""
         front = self.front or ()
         out: list[bytes] = []
-        per_block: dict[int, int] = {}
+        per_block: Counter[int] = Counter()
         for _ in range(n):
             i = rng.randrange(self.size)
             if i < len(front) or not self.blocks:
                 out.append(front[i % len(front)])
             else:
-                j = rng.randrange(len(self.blocks))
-                per_block[j] = per_block.get(j, 0) + 1
+                per_block[rng.randrange(len(self.blocks))] += 1
         for j, m in per_block.items():
             records = self._open(self.blocks[j])
             out += [records[rng.randrange(len(records))] for _ in range(m)]
@@ -170,11 +171,8 @@ class ColdRuns:
     def sample(self, n: int, rng) -> list[bytes]:
         """``n`` records drawn at random from the runs (with replacement)."""
         runs = self.runs
-        counts: dict[int, int] = {}
-        for i in rng.choices(range(len(runs)), weights=[run.size for run in runs], k=n):
-            counts[i] = counts.get(i, 0) + 1
         out: list[bytes] = []
-        for i, m in counts.items():
+        for i, m in draw_counts([run.size for run in runs], n, rng).items():
             out += runs[i].sample(m, rng)
         return out
 

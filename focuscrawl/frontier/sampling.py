@@ -3,10 +3,18 @@ reads (``focuscrawl.scheduling.budget``), through the frontier's ``queues()``.""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 
 from focuscrawl.frontier.records import record_priority
 from focuscrawl.frontier.storage import HostQueue
+
+
+def draw_counts(weights: Sequence[float], k: int, rng) -> Counter[int]:
+    """How many of ``k`` draws with replacement (``rng``: a ``random.Random``), each index drawn in
+    proportion to its weight, fell on each index; indices in the order first drawn. A sample drawn
+    from buckets (hosts, runs, blocks) draws within each bucket once, however often it was drawn."""
+    return Counter(rng.choices(range(len(weights)), weights=weights, k=k))
 
 
 def queue_priority_sample(queues: Iterable[tuple[str, HostQueue]], k: int, rng) -> list[float]:
@@ -19,11 +27,8 @@ def queue_priority_sample(queues: Iterable[tuple[str, HostQueue]], k: int, rng) 
     held = [q for _, q in queues if q.top is not None]
     if not held or k <= 0:
         return []
-    counts: dict[int, int] = {}
-    for i in rng.choices(range(len(held)), weights=[q.size() for q in held], k=k):
-        counts[i] = counts.get(i, 0) + 1
     out: list[float] = []
-    for i, m in counts.items():
+    for i, m in draw_counts([q.size() for q in held], k, rng).items():
         q = held[i]
         sample = getattr(q, "sample", None)
         if sample is not None:
@@ -35,4 +40,4 @@ def queue_priority_sample(queues: Iterable[tuple[str, HostQueue]], k: int, rng) 
     return out
 
 
-__all__ = ["queue_priority_sample"]
+__all__ = ["draw_counts", "queue_priority_sample"]

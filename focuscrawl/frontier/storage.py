@@ -15,8 +15,9 @@ of score 0 so that they sort as bytes) implements the same methods; it keeps ``t
 process, since the frontier reads it on every scheduling decision about the host.
 
 A queue may also answer ``sample(n, rng)``: ``n`` of its records drawn at random with replacement
-(``rng`` a ``random.Random``), what an estimate of the frontier's priorities reads
-(``Frontier.priority_sample``); one without it is read whole (``records``) for a sample.
+(``rng`` a ``random.Random``), what an estimate of the frontier's priorities reads (the backend's
+``priority_sample``, through ``sampling.queue_priority_sample``); one without it is read whole
+(``records``) for a sample.
 
 Entries the codec does not pack (*rich*: their record has no URL) are kept as objects by their
 queue, keyed by the record's seq: they cannot leave the process, whatever the backend.
