@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import heapq
+import inspect
 import json
 import math
 import multiprocessing
@@ -87,7 +88,7 @@ from focuscrawl.relevance.query import build_query_model
 from focuscrawl.replay import RecordedWeb
 from focuscrawl.replay.linkgraph import PAGE, REDIRECT, LinkGraph, SamePage, load_aliases
 from focuscrawl.replay.metrics import Relevance, load_labels, reachable_relevant
-from focuscrawl.urls import canonicalize, extension, host_key, path_prefix, url_key
+from focuscrawl.urls import canonicalize, extension, host_and_prefix, host_key, path_prefix, url_key
 
 SEEDS = ["http://www.cs.cornell.edu/", "http://www.cs.utexas.edu/", "http://www.cs.washington.edu/",
          "http://www.cs.wisc.edu/"]
@@ -106,10 +107,17 @@ SPEND = ("new relevant", "relevant again", "other page", "redirect", "nothing")
 #: its evidence (``n / (n + SHARK_PRIOR_EVIDENCE)`` after n observations); "rank-yield", the places'
 #: yields (host, path prefix, siblings) count a page not counted as found by its rank reward, as a
 #: part of a hit, so that where no page passes even odds a directory of well-ranked pages still pays
-#: more than one of poorly ranked ones; "no-bonus", the learner
+#: more than one of poorly ranked ones; "rank-yield-unhit", the same only at a place with no hit yet
+#: (once a place has a hit, its yield counts hits alone); "rank-yield-share", the rank part weighted
+#: by the place's share of pages that were no hit (a hit never lowers a yield, and a place's hits
+#: speak for it as they grow); "dir-places", the learner's path prefix taken as a link's whole
+#: directory (``host/a/b/c``) instead of its first segment; "rank-yield-dir", both; "no-bonus", the learner
 #: without its exploration bonus, "frozen" without its online learning of weights, "no-words" without
 #: its online link-word counts (diagnostics).
-VARIANTS = ("off", "shark-feature", "shark-prior", "rank-yield", "no-bonus", "frozen", "no-words")
+VARIANTS = ("off", "shark-feature", "shark-prior", "rank-yield", "rank-yield-unhit", "rank-yield-share", "dir-places",
+            "rank-yield-dir", "no-bonus", "frozen", "no-words")
+#: "dir-places", "rank-yield-dir": path segments a place below the host holds (a whole directory)
+DIR_DEPTH = 64
 SHARK_FEATURE = "shark_inherited"
 SHARK_FEATURE_WEIGHT = 1.0
 SHARK_PRIOR_EVIDENCE = 200.0
@@ -216,11 +224,28 @@ def rank_probe(marks: list[int], values: dict[str, float], quality: dict[int, li
     return probe
 
 
-def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
-             margin: float, seed: int, oracle: str = "off", values: dict[str, float] | None = None,
-             probe=None, version_every: int = VERSION_EVERY, jitter: float = 0.0,
-             hubs: set[str] | None = None, strategy: str = "learned", scores: dict | None = None,
-             variant: str = "off", spend: dict[str, int] | None = None) -> list[int]:
+def simulate(*args, **kwargs) -> list[int]:
+    """``_simulate`` (its arguments); the variants "dir-places" and "rank-yield-dir" with the
+    learner's path prefix taken as a link's whole directory while it runs."""
+    if inspect.signature(_simulate).bind(*args, **kwargs).arguments.get("variant") not in ("dir-places",
+                                                                                           "rank-yield-dir"):
+        return _simulate(*args, **kwargs)
+    import focuscrawl.learning.learner as module
+
+    kept = module.path_prefix, module.host_and_prefix
+    module.path_prefix = lambda url, depth=DIR_DEPTH: path_prefix(url, depth)
+    module.host_and_prefix = lambda url, depth=DIR_DEPTH: host_and_prefix(url, depth)
+    try:
+        return _simulate(*args, **kwargs)
+    finally:
+        module.path_prefix, module.host_and_prefix = kept
+
+
+def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
+              margin: float, seed: int, oracle: str = "off", values: dict[str, float] | None = None,
+              probe=None, version_every: int = VERSION_EVERY, jitter: float = 0.0,
+              hubs: set[str] | None = None, strategy: str = "learned", scores: dict | None = None,
+              variant: str = "off", spend: dict[str, int] | None = None) -> list[int]:
     """found(i) after each request, as ``metrics.found_curve`` counts it. ``oracle`` (comma-separated
     parts, ``oracle_parts``) "page": the labels score pages; "value": ``values`` (``oracle_values``)
     order the frontier; "live": links to pages the recording lacks are never followed; "hub": links to
@@ -267,6 +292,8 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
     found: set[str] = set()
     curve: list[int] = []
     link_scores: dict[str, float | None] = {}  # the link model's score of the link that found a URL
+    ranked: dict[tuple, float] = {}  # "rank-yield-unhit/share": (table, place) -> the rank rewards of its pages not found
+    added: dict[tuple, float] = {}  # (table, place) -> the part of its yield's hits that is ranked
 
     def enqueue(url, parent, anchor, context, parent_score, depth, hops, link_score):
         canonical = canonicalize(url)
@@ -336,11 +363,30 @@ def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str]
         hit = evidence >= hit_threshold
         reward = learner.page_reward(evidence, hit)
         learner.observe(url, parent, vector, reward, hit, False)
-        if variant == "rank-yield" and not hit:  # a part of a hit where the page was counted
-            for table, place in ((learner.hosts, host_key(url)), (learner.prefixes, path_prefix(url)),
+        if variant in ("rank-yield", "rank-yield-dir") and not hit:  # a part of a hit where the page was counted
+            prefix = path_prefix(url, DIR_DEPTH if variant == "rank-yield-dir" else 1)
+            for table, place in ((learner.hosts, host_key(url)), (learner.prefixes, prefix),
                                  (learner.children, learner.nodes[url].parent if url in learner.nodes else None)):
                 if place in table:
                     table[place].relevant += max(0.0, reward) * RANK_YIELD
+        if variant in ("rank-yield-unhit", "rank-yield-share"):  # hits counted apart from the rank part
+            for name, table, place in (("hosts", learner.hosts, host_key(url)),
+                                       ("prefixes", learner.prefixes, path_prefix(url)),
+                                       ("children", learner.children,
+                                        learner.nodes[url].parent if url in learner.nodes else None)):
+                stats = table.get(place)
+                if stats is None:
+                    continue
+                at = (name, place)
+                if stats.fetched == 1:  # new here (or again, after the learner forgot it)
+                    ranked.pop(at, None)
+                    added.pop(at, None)
+                hits = max(0, round(stats.relevant - added.get(at, 0.0)))
+                if not hit:
+                    ranked[at] = ranked.get(at, 0.0) + max(0.0, reward)
+                weight = (hits == 0) if variant == "rank-yield-unhit" else 1.0 - hits / stats.fetched
+                part = ranked.get(at, 0.0) * weight
+                stats.relevant, added[at] = hits + part, part
         if relevance.is_relevant_key(key):
             found.add(relevance.page_of_key(key))
             curve[-1] = len(found)
@@ -590,7 +636,9 @@ def main(argv=None) -> int:
     parser.add_argument("--variant", default="off", choices=VARIANTS,
                         help="experimental: a variant of learned that borrows shark-search's inheritance "
                              "(shark-feature, shark-prior), counts rank rewards in the places' yields "
-                             "(rank-yield), or drops a part (no-bonus, frozen, no-words); screened in "
+                             "(rank-yield; at places with no hit yet: rank-yield-unhit; weighted by a "
+                             "place's share of pages that were no hit: rank-yield-share; with places "
+                             "below the host taken as whole directories: dir-places, rank-yield-dir), or drops a part (no-bonus, frozen, no-words); screened in "
                              "simulation only, none adopted (default off)")
     parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))
     parser.add_argument("--models", help="without --webs: the folder with TARGET.joblib per WebKB target")
