@@ -19,7 +19,11 @@ explain`` use it unchanged; only its weights are written, not fitted:
 - a link is read on its own scale (``LinkWords``, the model's link pipeline): its anchor's and
   context's words and its URL's path split into words, with the same weights, at even odds when
   it names ``EVEN_LINK_WORDS`` of the query's average word: a link carries a few words, and one
-  the user typed among them is as much evidence as half the query on a page.
+  the user typed among them is as much evidence as half the query on a page;
+- a page's own links are a field of the page (``LinkField``, the model's ``link_field``): the
+  query's words they name, each once, times the share of its links that name any, add to its
+  coverage (``TopicModel.score_page``): a course's home page says little but links to its
+  syllabus and homework.
 
 No length normalisation: a long page mentioning "class" once covers the query no more than a
 short one does, and a course's page that says "homework" ten times covers it more than one that
