@@ -356,7 +356,7 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
             else:
                 score = scores.get(("page", key))
                 if score is None:
-                    score = scores[("page", key)] = model.score(title, text)
+                    score = scores[("page", key)] = model.score_page(title, text, links)
             page_scores[key] = score
         # the page and the link that led to it, as the spider judges them (FOCUS_LINK_EVIDENCE)
         evidence = score if "page" in parts else model.with_link_evidence(score, link_scores.get(url))

@@ -34,7 +34,7 @@ from focuscrawl.items import PageItem
 from focuscrawl.meta import LinkMeta
 from focuscrawl.parsing import parse_html
 from focuscrawl.relevance import TopicModel
-from focuscrawl.relevance.judge import PageJudge
+from focuscrawl.relevance.judge import PageJudge, page_links
 from focuscrawl.spiders.focused import x_robots_tag
 from focuscrawl.urls import canonicalize
 
@@ -93,7 +93,8 @@ class FocusPages:
             page.title, page.text, page.encoding = parsed.title, parsed.text, parsed.encoding
             header_noindex, header_nofollow = x_robots_tag(response, self.crawler.settings.get("ROBOTSTXT_USER_AGENT"))
             noindex = parsed.noindex or header_noindex
-            hit, probability = self.judge.judge(page, parsed.title, parsed.text, came_by.link_score, noindex)
+            hit, probability = self.judge.judge(page, parsed.title, parsed.text, came_by.link_score, noindex,
+                                          page_links(parsed))
             if noindex:
                 page.extra["noindex"] = True
             # a nofollow page's links are not the crawl's evidence (the spider still follows what it yields)

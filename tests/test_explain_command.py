@@ -303,3 +303,27 @@ def test_the_model_note_says_a_model_was_calibrated_for_unlabelled_pages(tmp_pat
     _, note = _crawl_model(Store())
     assert "made from 10 on-topic page(s) against the background corpus and 200 unlabelled page(s) of their " \
            "sites, calibrated by c = 0.00172" in note
+
+
+def test_a_page_judged_by_its_links_too_says_which_words_they_named(tmp_path):
+    from focuscrawl.parsing.html import Link
+    from focuscrawl.relevance.query import build_query_model
+
+    model_path = tmp_path / "q.joblib"
+    build_query_model("course syllabus homework", background_docs=["software"] * 3).save(model_path)
+    path = tmp_path / "crawl.db"
+    links = [Link(url="http://a.test/cs302/syllabus.html", anchor="Syllabus", context=""),
+             Link(url="http://a.test/cs302/hw/", anchor="Homework", context=""),
+             Link(url="http://a.test/~bob/", anchor="Bob", context="")]
+    with CrawlStore(path) as db:
+        db.begin_crawl(model=str(model_path))
+        db.add_page(PageItem(url="http://a.test/cs302", final_url="http://a.test/cs302", status=200, title="CS 302",
+                             text="Welcome.", score=0.6, relevant=True, links=links))
+        assert db.links_of("http://a.test/cs302")[0] == ("Syllabus", "", "http://a.test/cs302/syllabus.html")
+        assert db.links_of("http://a.test/elsewhere") == []
+    result = explain(tmp_path, "http://a.test/cs302", "--store", str(path))
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines() if "words its links name" in line)
+    assert "syllabus +" in line and "homework +" in line
+    (answer,) = json_lines(explain(tmp_path, "http://a.test/cs302", "--store", str(path), "--json"))
+    assert {term for term, _ in answer["fetched"][0]["link_words"]} == {"syllabus", "homework"}

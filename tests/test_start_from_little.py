@@ -382,3 +382,60 @@ def test_a_few_pages_model_reads_links_by_their_distinctive_words(tmp_path):
     bare, _ = train_topic_model(examples, ["course"], cv_folds=0)
     assert attach_link_reading(bare, ["a b"] * 3, ["a b"] * 3, "same") == []
     assert bare.link_pipeline is None and bare.metadata["links"]["kind"] == "none"
+
+
+# --- a page's own links, read as a field of the page ----------------------------------------------
+
+COURSE_LINKS = [("Syllabus", "", "http://u/cs543/syllabus.html"), ("Homework 1", "due Friday", "http://u/cs543/hw1.html"),
+                ("Lecture notes", "", "http://u/cs543/lectures/"), ("Instructor", "", "http://u/~bob/")]
+
+
+def test_a_words_model_reads_the_links_a_page_names_as_a_field_of_the_page():
+    model = build_query_model("course syllabus lecture homework", background_docs=["software"] * 3)
+    home = model.score("CSE 543 Home Page", "Welcome. Instructor: Bob.")
+    assert home < 0.1
+    lifted = model.score_page("CSE 543 Home Page", "Welcome. Instructor: Bob.", COURSE_LINKS)
+    assert lifted > 0.5  # three of its four links name the course's parts
+    # each word once, at the page reading's weight, times the share of links naming any
+    found, share = model.link_field.read(COURSE_LINKS)
+    assert share == pytest.approx(0.75)
+    assert set(found) == {"syllabus", "homework", "lecture", "lectures"}  # the URL's form too
+    assert model.link_field.evidence(COURSE_LINKS) == pytest.approx(0.75 * sum(found.values()))
+    assert [term for term, _ in model.link_field.explain(COURSE_LINKS)][0] in found
+    # the text around a link is the page's own text: not read again
+    assert model.link_field.read([("Jane", "the syllabus", "http://u/~jane/")]) == ({}, 0.0)
+    # a menu of many links naming the words once says little: the share is small
+    menu = COURSE_LINKS[:1] + [(f"page {i}", "", f"http://u/p{i}.html") for i in range(99)]
+    assert model.score_page("x", "", menu) < 0.1
+    # no links, or none naming the words: the page's words alone
+    assert model.score_page("x", "the syllabus", []) == model.score("x", "the syllabus")
+    assert model.score_page("x", "the syllabus", COURSE_LINKS[3:]) == model.score("x", "the syllabus")
+    assert "page_links" in model.metadata
+
+
+def test_a_page_fields_reading_survives_saving_and_a_trained_model_reads_no_links(tmp_path):
+    model = build_query_model("course syllabus lecture homework", background_docs=["software"] * 3)
+    model.save(tmp_path / "q.joblib")
+    loaded = TopicModel.load(tmp_path / "q.joblib")
+    assert loaded.score_page("CS 543", "welcome", COURSE_LINKS) == pytest.approx(
+        model.score_page("CS 543", "welcome", COURSE_LINKS))
+    examples = [Example(f"http://a/{i}", "course", "syllabus homework lecture", "course") for i in range(3)]
+    trained, _ = train_topic_model(examples, ["course"], cv_folds=0)
+    assert trained.link_field is None
+    assert trained.score_page("CS 543", "welcome", COURSE_LINKS) == trained.score("CS 543", "welcome")
+
+
+def test_the_judge_reads_the_pages_links_when_its_model_does():
+    from types import SimpleNamespace
+
+    from focuscrawl.relevance.judge import PageJudge, page_links
+
+    model = build_query_model("course syllabus lecture homework", background_docs=["software"] * 3)
+    parsed = SimpleNamespace(links=[SimpleNamespace(anchor=a, context=c, url=u, nofollow=False) for a, c, u in COURSE_LINKS]
+                             + [SimpleNamespace(anchor="Exam", context="", url="http://u/ad", nofollow=True)])
+    assert page_links(parsed) == COURSE_LINKS
+    judge, page = PageJudge(model, 0.5, None, 1.0), SimpleNamespace()
+    hit, _ = judge.judge(page, "CSE 543 Home Page", "Welcome.", None, False, page_links(parsed))
+    assert hit and page.relevant and page.page_score > 0.5
+    hit, _ = judge.judge(page, "CSE 543 Home Page", "Welcome.", None, False)
+    assert not hit and page.page_score < 0.1

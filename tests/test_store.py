@@ -274,6 +274,16 @@ def test_a_refetched_page_replaces_its_links(tmp_path):
         assert store.count_links() == 1
 
 
+def test_one_pages_links_are_read_back_as_a_model_reads_them(tmp_path):
+    with CrawlStore(tmp_path / "crawl.db") as store:
+        assert store.links_of("http://example.com/1") == []
+        store.add_page(page(1, links=[Link("http://example.com/old")]))
+        store.add_page(page(1, links=[Link("http://Example.com/b#top", "Bee", "see the bee")]))  # the latest fetch
+        store.add_page(page(2))
+        assert store.links_of("http://example.com/1") == [("Bee", "see the bee", "http://example.com/b")]
+        assert store.links_of("http://example.com/2") == [] and store.links_of("http://example.com/9") == []
+
+
 def test_a_store_without_the_links_table_opens_and_gets_it_when_written(tmp_path):
     path = tmp_path / "crawl.db"
     with CrawlStore(path) as store:

@@ -166,9 +166,13 @@ class Command(FocusCommand):
                         for key in keys:
                             for url in wanted.get(key, ()):
                                 found[url].append(page)
+                # a model that reads a page's own links (a words model's link_field) explains them too
+                links = ({page["url"]: store.links_of(page["url"]) for pages in found.values() for page in pages}
+                         if getattr(model, "link_field", None) is not None else {})
         except StoreError as exc:
             raise CommandError(str(exc)) from None
-        return {url: [_with_words(_page_summary(page, top), page, model, model_note, top) for page in pages]
+        return {url: [_with_words(_page_summary(page, top), page, model, model_note, top, links.get(page["url"]))
+                      for page in pages]
                 for url, pages in found.items()}
 
     # --- the frontier checkpoint --------------------------------------------------------------
@@ -337,13 +341,16 @@ def _crawl_model(store) -> tuple[Any, str]:
     return model, note
 
 
-def _with_words(summary: dict, page: dict, model, note: str, top: int) -> dict:
-    """The page's words that moved its score most under the crawl's topic model."""
+def _with_words(summary: dict, page: dict, model, note: str, top: int, links=None) -> dict:
+    """The page's words that moved its score most under the crawl's topic model, and the query's
+    words its links name when the model reads them (``link_words``: each word's added log-odds)."""
     if page.get("title") or page.get("text"):
         summary["model"] = note
         if model is not None:
             summary["words"] = [list(part) for part in model.explain(page.get("title") or "", page.get("text") or "",
                                                                       max(top, 5))]
+            if links and model.link_field is not None:
+                summary["link_words"] = [list(part) for part in model.link_field.explain(links)[:max(top, 5)]]
     return summary
 
 
@@ -370,6 +377,9 @@ def _format_page(asked: str, page: dict) -> str:
     if page.get("words") is not None:
         words = ", ".join(f"{term} {weight:+.2f}" for term, weight in page["words"]) or "none it weighs"
         lines.append(f"  page words behind its score (log-odds): {words}; model {page['model']}")
+        if page.get("link_words"):
+            named = ", ".join(f"{term} {weight:+.2f}" for term, weight in page["link_words"])
+            lines.append(f"  words its links name, also behind its score (log-odds): {named}")
     elif page.get("model"):
         lines.append(f"  page words not explained: {page['model']}")
     if page.get("render"):

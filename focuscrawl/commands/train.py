@@ -345,6 +345,8 @@ class Command(FocusCommand):
               "half of it is even odds")
         print(f"a link by the share its anchor, nearby words and URL words use: "
               f"{model.metadata['links']['even_coverage']:.2f} of it (one word of average weight) is even odds")
+        print("a page's own links count too: the query's words they name (anchor and URL), each once, times the "
+              "share of its links that name any, add to its share")
         try:
             model.save(output)
         except OSError as exc:

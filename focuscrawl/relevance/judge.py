@@ -1,7 +1,8 @@
 """``PageJudge``: how a fetched page is judged, the one place both the ``focused`` spider and the
 add-on's ``FocusPages`` (a project's own spider) take it from.
 
-A page is judged by its words and by the link that led to it (FOCUS_LINK_EVIDENCE): the item's
+A page is judged by its words (and its own links' words, when the model reads them: a model made
+from words, ``query.LinkField``) and by the link that led to it (FOCUS_LINK_EVIDENCE): the item's
 relevance (FOCUS_RELEVANCE_THRESHOLD), the learner's hit (FOCUS_REWARD_THRESHOLD; by default the
 model's even-odds score) and the parent score of its links all follow from that one score. A page
 marked ``noindex`` is neither relevant nor a hit.
@@ -10,6 +11,12 @@ marked ``noindex`` is neither relevant nor a hit.
 from __future__ import annotations
 
 from focuscrawl.dedup import content_hash
+
+
+def page_links(parsed) -> list[tuple[str, str, str]]:
+    """A parsed page's followable links as ``(anchor, context, url)``: what a model reading a page's
+    own links (``TopicModel.link_field``) reads."""
+    return [(link.anchor, link.context, link.url) for link in parsed.links if not link.nofollow]
 
 
 class PageJudge:
@@ -29,10 +36,11 @@ class PageJudge:
         return cls(model, config.relevance_threshold if threshold is None else threshold,
                    config.reward_threshold, config.link_evidence)
 
-    def judge(self, page, title: str, text: str, link_score: float | None, noindex: bool) -> tuple[bool, float]:
+    def judge(self, page, title: str, text: str, link_score: float | None, noindex: bool,
+              links=()) -> tuple[bool, float]:
         """Sets the page's scores, relevance and content hash; returns (hit, the probability that it is
-        on topic: the parent score of its links)."""
-        page.page_score = self.model.score(title, text)
+        on topic: the parent score of its links). ``links``: the page's own ``(anchor, context, url)``."""
+        page.page_score = self.model.score_page(title, text, links)
         page.link_score = link_score
         page.score = self.model.with_link_evidence(page.page_score, page.link_score, self.link_evidence)
         page.relevant = page.score >= self.threshold and not noindex

@@ -98,10 +98,14 @@ class TopicModel:
     """A fitted pipeline plus what it was trained on; ``score`` is P(on topic). It may carry a
     link model (``focuscrawl.relevance.links``) that ``score_links`` uses to value links."""
 
-    def __init__(self, pipeline: Pipeline, metadata: dict | None = None, link_pipeline: Pipeline | None = None):
+    def __init__(self, pipeline: Pipeline, metadata: dict | None = None, link_pipeline: Pipeline | None = None,
+                 link_field=None):
         self.pipeline = pipeline
         self.metadata = dict(metadata or {})
         self.link_pipeline = link_pipeline
+        #: the page's own links read as a field of the page (``query.LinkField``: ``evidence(links)``
+        #: is the log-odds they add), or None: the page is judged by its title and text alone
+        self.link_field = link_field
         self._scorers: dict[int, tuple[Pipeline, LinearScorer | None]] = {}
         self._compounds: tuple[Pipeline, CompoundReader | None] | None = None
 
@@ -172,6 +176,15 @@ class TopicModel:
     def score(self, title: str, text: str) -> float:
         return self.score_many([(title, text)])[0]
 
+    def score_page(self, title: str, text: str, links=()) -> float:
+        """A fetched page's score by its title, its text and, when the model reads them
+        (``link_field``), the ``(anchor, context, url)`` of its own links."""
+        score = self.score(title, text)
+        if self.link_field is None or not links:
+            return score
+        evidence = self.link_field.evidence(links)
+        return _sigmoid(_logit(score) + evidence) if evidence else score
+
     def score_many(self, docs: list[tuple[str, str]]) -> list[float]:
         if not docs:
             return []
@@ -234,6 +247,7 @@ class TopicModel:
             "pipeline": self.pipeline,
             "metadata": self.metadata,
             "link_pipeline": self.link_pipeline,
+            "link_field": self.link_field,
         }
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         os.close(fd)
@@ -294,7 +308,10 @@ class TopicModel:
         link_pipeline = payload.get("link_pipeline")
         if link_pipeline is not None and not hasattr(link_pipeline, "predict_proba"):
             raise ModelError(f"{path} is a damaged topic model (its link model is not a fitted pipeline)")
-        return cls(pipeline, payload.get("metadata") or {}, link_pipeline)
+        link_field = payload.get("link_field")
+        if link_field is not None and not hasattr(link_field, "evidence"):
+            raise ModelError(f"{path} is a damaged topic model (its reading of a page's links has no evidence)")
+        return cls(pipeline, payload.get("metadata") or {}, link_pipeline, link_field)
 
 
 def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state: int = 0, link_model: bool = True,

@@ -19,7 +19,11 @@ explain`` use it unchanged; only its weights are written, not fitted:
 - a link is read on its own scale (``LinkWords``, the model's link pipeline): its anchor's and
   context's words and its URL's path split into words, with the same weights, at even odds when
   it names ``EVEN_LINK_WORDS`` of the query's average word: a link carries a few words, and one
-  the user typed among them is as much evidence as half the query on a page.
+  the user typed among them is as much evidence as half the query on a page;
+- a page's own links are a field of the page (``LinkField``, the model's ``link_field``): the
+  query's words they name, each once, times the share of its links that name any, add to its
+  coverage (``TopicModel.score_page``): a course's home page says little but links to its
+  syllabus and homework.
 
 No length normalisation: a long page mentioning "class" once covers the query no more than a
 short one does, and a course's page that says "homework" ten times covers it more than one that
@@ -98,6 +102,53 @@ class LinkWords:
         return found
 
 
+class LinkField:
+    """A page's links read as a field of the page: the query's words its links name (each link's
+    anchor and URL, as ``LinkWords`` reads them; not the text around it, which is the page's own
+    text), each word once at the page reading's weight, counted as the share of the page's links
+    that name any of them.
+
+    A page about a topic links to the topic's parts: a course's home page to its "Syllabus",
+    "Homework" and ``lectures/``, a manual's chapter on threads to ``mutex`` and ``atomic``. Its
+    text often says less (a course's home page may be a few lines titled "CSE 543 Home Page"),
+    and a page about one part (an assignment) uses the words in its text as much as the home page
+    does but names fewer of the other parts on links. The share is the field's own length
+    normalisation (as BM25F normalises each field by its length): five of a course page's ten links
+    naming its parts say the page is about the course, where a manual's menu of 300 links, the
+    same on every page, naming "Strings library" and "Regular expressions" says little about any
+    one page. A page all of whose links name the query's every word covers the whole query once
+    more. A module-level class, so a model holding one pickles."""
+
+    def __init__(self, weights: dict[str, float]):
+        #: query term -> the log-odds it adds when every link names one of the query's words
+        self.weights = dict(weights)
+        self.words = LinkWords(self.weights)
+
+    def read(self, links) -> tuple[dict[str, float], float]:
+        """The query's words the ``links`` (``(anchor, context, url)``) name, ``{term: log-odds}``,
+        and the share of the links that name any."""
+        found: dict[str, float] = {}
+        naming = total = 0
+        for anchor, _context, url in links:
+            total += 1
+            terms = self.words((anchor, "", url))
+            naming += bool(terms)
+            for term in terms:
+                found.setdefault(term, self.weights[term])
+        return found, (naming / total if total else 0.0)
+
+    def evidence(self, links) -> float:
+        """The log-odds the page's links add to its words' (0.0 when they name no query word)."""
+        found, share = self.read(links)
+        return float(sum(found.values()) * share)
+
+    def explain(self, links) -> list[tuple[str, float]]:
+        """``(term, log-odds it added)`` for each query word the links name, largest first."""
+        found, share = self.read(links)
+        return sorted(((term, round(weight * share, 4)) for term, weight in found.items()),
+                      key=lambda part: (-part[1], part[0]))
+
+
 def build_query_model(words: str, background_docs: list[str] | None = None) -> TopicModel:
     """A TopicModel scoring pages and links by how much of the query ``words`` they use.
     ``background_docs`` (default: the shipped background corpus) give each word's rarity."""
@@ -132,6 +183,8 @@ def build_query_model(words: str, background_docs: list[str] | None = None) -> T
     classifier.n_features_in_ = len(vocabulary)
     pipeline = Pipeline([("tfidf", vectorizer), ("classifier", classifier)])
     link_pipeline = _link_pipeline(vectorizer, coef, terms)
+    # a term's log-odds on a page, used once: its share of the query's weight, on the page scale
+    field = LinkField({term: float(coef[0][j] * idf[j]) for term, j in vectorizer.vocabulary_.items()})
     metadata = {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "start": "query",
@@ -145,10 +198,12 @@ def build_query_model(words: str, background_docs: list[str] | None = None) -> T
         "off_topic": {"kind": "query", "idf": "background corpus", "pages": len(background_docs)},
         "cv": None,
         "links": {"kind": "query", "even_coverage": round(EVEN_LINK_WORDS / len(set(terms)), 4)},
+        "page_links": {"kind": "query", "reads": "the query's words the page's links name (anchor and URL), "
+                                                 "each once, times the share of its links naming any"},
         "sources": [],
         "versions": {"sklearn": sklearn.__version__, "numpy": np.__version__, "focuscrawl": focuscrawl.__version__},
     }
-    return TopicModel(pipeline, metadata, link_pipeline)
+    return TopicModel(pipeline, metadata, link_pipeline, link_field=field)
 
 
 def _link_pipeline(vectorizer: TfidfVectorizer, coef: np.ndarray, terms: list[str]) -> Pipeline:

@@ -47,7 +47,7 @@ from focuscrawl.rendering.health import RenderHealth
 from focuscrawl.rendering.requests import is_render, page_url
 from focuscrawl.urls import canonicalize, extension, host_key
 from focuscrawl.relevance import ModelError, TopicModel
-from focuscrawl.relevance.judge import PageJudge
+from focuscrawl.relevance.judge import PageJudge, page_links
 
 logger = logging.getLogger(__name__)
 
@@ -300,7 +300,8 @@ class FocusedSpider(scrapy.Spider):
             noindex, nofollow = parsed.noindex or header_noindex, parsed.nofollow or header_nofollow
             # a page is judged by its words and by the link that led to it (FOCUS_LINK_EVIDENCE): the
             # item's relevance, the learner's hit and the parent score of its links all follow
-            hit, found_probability = self.judge.judge(page, parsed.title, parsed.text, came_by.link_score, noindex)
+            hit, found_probability = self.judge.judge(page, parsed.title, parsed.text, came_by.link_score, noindex,
+                                                           page_links(parsed))
             if revisit is not None and self._unchanged_revisit(response, "page", page.content_hash):
                 return
             if noindex:

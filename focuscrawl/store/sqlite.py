@@ -431,6 +431,17 @@ class CrawlStore(StoreLabels):
                                    params).fetchone()
         return None if row is None else self._decode(row)
 
+    def links_of(self, url: str) -> list[tuple[str, str, str]]:
+        """The stored links of the page requested as ``url`` (its latest fetch) as ``(anchor, context,
+        url)``, the target canonical; none for a page without stored links or a store without a
+        links table."""
+        if not self._links_table:
+            return []
+        with self._failing("read"):
+            row = self._db.execute("SELECT l.data FROM links l JOIN pages p ON p.id = l.page WHERE p.url = ? "
+                                   "ORDER BY p.id DESC LIMIT 1", (url,)).fetchone()
+        return [] if row is None else [(anchor, context, target) for target, anchor, context in _unpack_links(row[0])]
+
     def iter_links(self, crawl: int | None = None) -> Iterator[dict[str, Any]]:
         """The stored links of ``crawl`` (None: every crawl), page by page in fetch order, each as a
         dict: ``from_url`` and ``from_final_url`` (the page's url and final_url), ``url`` (the
