@@ -94,7 +94,7 @@ class FocusPages:
             header_noindex, header_nofollow = x_robots_tag(response, self.crawler.settings.get("ROBOTSTXT_USER_AGENT"))
             noindex = parsed.noindex or header_noindex
             hit, probability = self.judge.judge(page, parsed.title, parsed.text, came_by.link_score, noindex,
-                                          page_links(parsed))
+                                                page_links(parsed))
             if noindex:
                 page.extra["noindex"] = True
             # a nofollow page's links are not the crawl's evidence (the spider still follows what it yields)

@@ -301,7 +301,7 @@ class FocusedSpider(scrapy.Spider):
             # a page is judged by its words and by the link that led to it (FOCUS_LINK_EVIDENCE): the
             # item's relevance, the learner's hit and the parent score of its links all follow
             hit, found_probability = self.judge.judge(page, parsed.title, parsed.text, came_by.link_score, noindex,
-                                                           page_links(parsed))
+                                                      page_links(parsed))
             if revisit is not None and self._unchanged_revisit(response, "page", page.content_hash):
                 return
             if noindex:
