@@ -95,7 +95,7 @@ def run(web: RecordedWeb, server: RedisServer, model: str, workers: int, opts, w
         with server.client() as client:
             client.config_resetstat()
     cpu_start, redis_start = children_cpu(), redis_cpu(server)
-    with ReplayProxy(web, log_path=str(log)) as proxy:
+    with ReplayProxy(web, log_path=str(log), latency_ms=opts.latency_ms) as proxy:
         procs = []
         # 0 workers: one process with its frontier in the process, the baseline without Redis
         shared = [f"FOCUS_FRONTIER_URL={server.url}", f"FOCUS_CRAWL_ID={CRAWL_ID}"] if workers else []
@@ -212,6 +212,8 @@ def main() -> int:
                         help="worker counts to run, comma-separated (0: one process without Redis, the baseline)")
     parser.add_argument("--budget", type=int, default=1000)
     parser.add_argument("--delay", type=float, default=0.25, help="DOWNLOAD_DELAY (default 0.25 s)")
+    parser.add_argument("--latency-ms", type=float, default=0.0, metavar="MS",
+                        help="the replay answers each request this late (default 0: as fast as it can)")
     parser.add_argument("--kill", type=float, default=0.0, help="SIGKILL worker 0 at this share of the budget")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--topic", default="course")
@@ -251,7 +253,7 @@ def main() -> int:
     keys = ["requests", "pages_per_s", "worker_cpu_ms", "redis_cpu_ms", "round_trips", "sent_ahead", "rescored",
             "links_read", "relevant", "gap", "concurrency", "disallowed", "robots_not_first",
             "fetched_twice", "leases_reaped", "work_requeued", "exported_twice"]
-    print(f"\nWebKB, topic {opts.topic}, budget {opts.budget}, DOWNLOAD_DELAY {opts.delay}, "
+    print(f"\nWebKB, topic {opts.topic}, budget {opts.budget}, DOWNLOAD_DELAY {opts.delay}, latency {opts.latency_ms:g} ms, "
           f"{opts.runs} run(s) each{f', worker 0 killed at {opts.kill:.0%}' if opts.kill else ''} (mean; min-max)\n")
     print(markdown_table("workers", results, keys))
     return 0
