@@ -26,26 +26,20 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from sklearn.metrics import average_precision_score, roc_auc_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from draw_examples import as_examples, draw, site_sample  # noqa: E402
-from simulate import Web  # noqa: E402
-from webs import suite  # noqa: E402
+from page_ranking import each_topic, host_of, labelled_pages, ranking_row  # noqa: E402
 
 from focuscrawl.relevance import train_topic_model  # noqa: E402
-from focuscrawl.replay.metrics import load_labels  # noqa: E402
-from focuscrawl.urls import url_key  # noqa: E402
 
 
 def screen(web, parsed, topic, count: int, contrast: int, seed: int = 0) -> list[dict]:
     import re
 
-    labels = {url_key(u): label for u, label in load_labels(web.labels).items()}
     train = re.compile(web.train_hosts)
-    keys = [k for k in parsed.pages if k in labels and not train.search(k.split("/")[2] if "//" in k else k)]
-    y = np.array([labels[k] in topic.positive for k in keys])
+    keys, y = labelled_pages(web, parsed, topic, lambda key: not train.search(host_of(key)))
     docs = [parsed.pages[k][:2] for k in keys]
     path = web.cache("examples.jsonl")
     with path.open(encoding="utf-8") as lines:
@@ -62,11 +56,8 @@ def screen(web, parsed, topic, count: int, contrast: int, seed: int = 0) -> list
     for name, scores in (("background", np.array(plain.score_many(docs))),
                          ("unlabelled, uncalibrated", 1 / (1 + np.exp(-(z + shift)))),
                          ("unlabelled, calibrated", calibrated)):
-        found = scores >= 0.5
-        rows.append({"topic": topic.name, "model": name, "auc": roc_auc_score(y, scores),
-                     "ap": average_precision_score(y, scores), "found": int(found.sum()),
-                     "found_on_topic": int((found & y).sum()), "on_topic": int(y.sum()), "pages": len(keys),
-                     "c": report["off_topic"]["unlabelled"]["c"] if name != "background" else math.nan})
+        rows.append(ranking_row(y, scores, 0.5, topic=topic.name, model=name,
+                                c=report["off_topic"]["unlabelled"]["c"] if name != "background" else math.nan))
     return rows
 
 
@@ -81,21 +72,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     wanted = {t for t in args.targets.split(",") if t} or {"course", "faculty", "concurrency", "text", "testing",
                                                            "performance"}
-    found = suite([w for w in args.webs.split(",") if w])
-    for name, why in found.skipped.items():
-        print(f"skipped {name}: {why}", file=sys.stderr)
     print("| topic | model | AUC | AP | counted found: on topic / all (on topic held out) | c |")
     print("|---|---|---|---|---|---|")
-    for web in found.webs:
-        parsed = Web.cached(web.warc, web.aliases, args.cache)
-        for topic in web.topics:
-            if topic.name not in wanted:
-                continue
-            for r in screen(web, parsed, topic, args.count, args.contrast):
-                c = "" if math.isnan(r["c"]) else f"{r['c']:.4f}"
-                print(f"| {web.name} {r['topic']} | {r['model']} | {r['auc']:.3f} | {r['ap']:.3f} | "
-                      f"{r['found_on_topic']} / {r['found']} ({r['on_topic']} of {r['pages']}) | {c} |", flush=True)
-        del parsed
+    for web, parsed, topic in each_topic(args.webs, args.cache, wanted):
+        for r in screen(web, parsed, topic, args.count, args.contrast):
+            c = "" if math.isnan(r["c"]) else f"{r['c']:.4f}"
+            print(f"| {web.name} {r['topic']} | {r['model']} | {r['auc']:.3f} | {r['ap']:.3f} | "
+                  f"{r['found_on_topic']} / {r['found']} ({r['on_topic']} of {r['pages']}) | {c} |", flush=True)
     return 0
 
 

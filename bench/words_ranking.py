@@ -16,39 +16,25 @@ import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-from sklearn.metrics import average_precision_score, roc_auc_score
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from simulate import Web  # noqa: E402
-from webs import WEBKB_HELD_OUT, suite  # noqa: E402
+from page_ranking import each_topic, host_of, labelled_pages, ranking_row  # noqa: E402
+from webs import WEBKB_HELD_OUT  # noqa: E402
 
 from focuscrawl.relevance.query import build_query_model  # noqa: E402
-from focuscrawl.replay.metrics import load_labels  # noqa: E402
-from focuscrawl.urls import url_key  # noqa: E402
 
 
 def held_out(web, key: str) -> bool:
     """A page of the crawl's web: WebKB's four departments; every page of a documentation web."""
-    host = key.split("/")[2] if "//" in key else key
-    return web.name != "webkb" or any(name in host for name in WEBKB_HELD_OUT)
+    return web.name != "webkb" or any(name in host_of(key) for name in WEBKB_HELD_OUT)
 
 
 def screen(web, parsed, topic, background_docs=None) -> list[dict]:
-    labels = {url_key(u): label for u, label in load_labels(web.labels).items()}
-    keys = [k for k in parsed.pages if k in labels and held_out(web, k)]
-    y = np.array([labels[k] in topic.positive for k in keys])
+    keys, y = labelled_pages(web, parsed, topic, lambda key: held_out(web, key))
     model = build_query_model(topic.words, background_docs)
-    rows = []
-    for name, scores in (("title and text", model.score_many([parsed.pages[k][:2] for k in keys])),
-                         ("and its links", [model.score_page(*parsed.pages[k]) for k in keys])):
-        scores = np.asarray(scores)
-        found = scores >= model.even_odds_score
-        rows.append({"topic": topic.name, "reading": name, "auc": roc_auc_score(y, scores),
-                     "ap": average_precision_score(y, scores), "found": int(found.sum()),
-                     "found_on_topic": int((found & y).sum()), "on_topic": int(y.sum()), "pages": len(keys)})
-    return rows
+    return [ranking_row(y, scores, model.even_odds_score, topic=topic.name, reading=name)
+            for name, scores in (("title and text", model.score_many([parsed.pages[k][:2] for k in keys])),
+                                 ("and its links", [model.score_page(*parsed.pages[k]) for k in keys]))]
 
 
 def main(argv=None) -> int:
@@ -57,21 +43,12 @@ def main(argv=None) -> int:
     parser.add_argument("--targets", default="", help="topic names, comma-separated (default: every topic)")
     parser.add_argument("--cache", type=Path, default=None, metavar="DIR")
     args = parser.parse_args(argv)
-    wanted = {t for t in args.targets.split(",") if t}
-    found = suite([w for w in args.webs.split(",") if w])
-    for name, why in found.skipped.items():
-        print(f"skipped {name}: {why}", file=sys.stderr)
     print("| topic | page read by | AUC | AP | counted found: on topic / all (on topic) |")
     print("|---|---|---|---|---|")
-    for web in found.webs:
-        parsed = Web.cached(web.warc, web.aliases, args.cache)
-        for topic in web.topics:
-            if wanted and topic.name not in wanted:
-                continue
-            for r in screen(web, parsed, topic):
-                print(f"| {web.name} {r['topic']} | {r['reading']} | {r['auc']:.3f} | {r['ap']:.3f} | "
-                      f"{r['found_on_topic']} / {r['found']} ({r['on_topic']} of {r['pages']}) |", flush=True)
-        del parsed
+    for web, parsed, topic in each_topic(args.webs, args.cache, {t for t in args.targets.split(",") if t}):
+        for r in screen(web, parsed, topic):
+            print(f"| {web.name} {r['topic']} | {r['reading']} | {r['auc']:.3f} | {r['ap']:.3f} | "
+                  f"{r['found_on_topic']} / {r['found']} ({r['on_topic']} of {r['pages']}) |", flush=True)
     return 0
 
 
