@@ -40,15 +40,24 @@ from knowing one thing the labels know: ``--oracle live`` never follows a link t
 recording does not hold (no 404s: a perfect dead-link predictor), and ``--oracle hub`` gives the
 learner a feature ``oracle_hub`` (starting weight 1.0) on each link whose target is not on topic
 but links a page that is (a perfect one-step hub model). They combine: ``--oracle live,hub``.
+``page`` is three uses of the page's judgement at once, and three parts take it apart (the model's
+score stays everywhere else): ``hits``, the labels decide which pages count as found for the learner
+(its hits, their full reward, the hops since the last one); ``parent``, the score a page's links
+inherit is the labels' (``parent_score``); ``rewards``, a page not counted as found is ranked on the
+labels' score instead of the model's (``LinkRewardLearner.page_reward``: every such page then ranks
+alike). ``--oracle hits,parent,rewards`` is ``page`` but for the link's evidence, which only a model
+with a link model adds (``TopicModel.with_link_evidence``).
 
     python bench/simulate.py --models DIR [--targets course,student] [--runs 16] [--budget 1000]
-                             [--oracle page|value|live|hub|live,hub] [--rank 300,600] [--jobs 2]
+                             [--oracle page|value|live|hub|hits|parent|rewards|PART,PART]
+                             [--rank 300,600] [--jobs 2]
                              [--jitter 0.03] [--first-run 33] [--version-every 16]
 
 ``--spend`` (with ``--webs``) counts what the requests bought (``SPEND``): where a strategy's budget
 goes when two of them find different amounts. ``--variant`` runs an experimental variant of
 ``learned`` (``VARIANTS``: shark-search's inheritance borrowed, the places' yields read on rank
-rewards, or one part of the learner left out); none is the crawler's default (docs/research.md,
+rewards, one part of the learner left out, or even odds re-estimated for the crawl's own pages);
+none is the crawler's default (docs/research.md,
 "What shark-search does on tooldocs testing that the learner does not").
 
 ``--webs NAME,... --pages 10 [--contrast 200 [--unlabelled-contrast]]`` screens the start from ten on-topic pages (drawn as
@@ -93,7 +102,9 @@ from focuscrawl.urls import canonicalize, extension, host_and_prefix, host_key, 
 SEEDS = ["http://www.cs.cornell.edu/", "http://www.cs.utexas.edu/", "http://www.cs.washington.edu/",
          "http://www.cs.wisc.edu/"]
 POINTS = (100, 200, 500, 1000, 2000)
-ORACLES = ("page", "value", "live", "hub")
+ORACLES = ("page", "value", "live", "hub", "hits", "parent", "rewards")
+#: The labels' page score (``--oracle page`` and its parts): on topic, or not.
+LABEL_SCORES = {True: 0.99, False: 0.01}
 STRATEGIES = ("learned", "bestfirst", "shark", "bfs")
 HUB_FEATURE = "oracle_hub"
 #: What a request bought (``--spend``): a relevant page not found before, a relevant page found
@@ -113,9 +124,10 @@ SPEND = ("new relevant", "relevant again", "other page", "redirect", "nothing")
 #: speak for it as they grow); "dir-places", the learner's path prefix taken as a link's whole
 #: directory (``host/a/b/c``) instead of its first segment; "rank-yield-dir", both; "no-bonus", the learner
 #: without its exploration bonus, "frozen" without its online learning of weights, "no-words" without
-#: its online link-word counts (diagnostics).
+#: its online link-word counts (diagnostics); "prior-shift", the model's even odds re-estimated for the
+#: crawl's own pages (``prior_shift_share``) after each scored page.
 VARIANTS = ("off", "shark-feature", "shark-prior", "rank-yield", "rank-yield-unhit", "rank-yield-share", "dir-places",
-            "rank-yield-dir", "no-bonus", "frozen", "no-words")
+            "rank-yield-dir", "no-bonus", "frozen", "no-words", "prior-shift")
 #: "dir-places", "rank-yield-dir": path segments a place below the host holds (a whole directory)
 DIR_DEPTH = 64
 SHARK_FEATURE = "shark_inherited"
@@ -123,6 +135,30 @@ SHARK_FEATURE_WEIGHT = 1.0
 SHARK_PRIOR_EVIDENCE = 200.0
 #: "rank-yield": a page not counted as found counts this times its rank reward as a part of a hit
 RANK_YIELD = 1.0
+
+
+def prior_shift_share(scores, start: float, trained_at: float = 0.5, tolerance: float = 1e-6,
+                      steps: int = 1000) -> float:
+    """The share of on-topic pages among ``scores`` (a classifier's probabilities for one set of
+    pages), re-estimated by prior-shift EM (Saerens, Latinne & Decaestecker 2002, "Adjusting the
+    outputs of a classifier to new a priori probabilities"): each score is moved from the prior
+    it was trained at (``trained_at``: 0.5 for a class-balanced classifier) to the current estimate,
+    the estimate becomes the mean of the moved scores, from ``start`` (the training share) until it
+    moves by less than ``tolerance``. It assumes the pages of each class read as the training
+    pages of that class did (only the share changed); even odds on these pages is then the score
+    ``1 - share`` (``TopicModel.even_odds_score`` at the training share)."""
+    p = np.clip(np.asarray(scores, dtype=float), 1e-9, 1.0 - 1e-9)
+    share = float(start)
+    if not len(p):
+        return share
+    ratio = p / (1.0 - p) * ((1.0 - trained_at) / trained_at)  # the likelihood ratio each score holds
+    for _ in range(steps):
+        odds = ratio * share / (1.0 - share)
+        new = float(np.mean(odds / (1.0 + odds)))
+        if abs(new - share) < tolerance:
+            return new
+        share = min(max(new, 1e-9), 1.0 - 1e-9)
+    return share
 
 
 class Web:
@@ -284,6 +320,7 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
     if variant == "no-words":
         learner.learn_words = False
     hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
+    judged: list[float] = []  # "prior-shift": the scores of the pages judged so far
     deny = set(DEFAULTS.deny_extensions)
     frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)
     seen: set[str] = set()
@@ -350,9 +387,10 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
             return
         title, text, links = web.pages[key]
         score = page_scores.get(key)
+        labelled = LABEL_SCORES[relevance.is_relevant_key(key)]
         if score is None:
             if "page" in parts:
-                score = 0.99 if relevance.is_relevant_key(key) else 0.01
+                score = labelled
             else:
                 score = scores.get(("page", key))
                 if score is None:
@@ -360,8 +398,12 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
             page_scores[key] = score
         # the page and the link that led to it, as the spider judges them (FOCUS_LINK_EVIDENCE)
         evidence = score if "page" in parts else model.with_link_evidence(score, link_scores.get(url))
-        hit = evidence >= hit_threshold
-        reward = learner.page_reward(evidence, hit)
+        threshold = hit_threshold
+        if variant == "prior-shift":  # even odds at the share of on-topic pages among those judged so far
+            judged.append(evidence)
+            threshold = 1.0 - prior_shift_share(judged, 1.0 - model.even_odds_score)
+        hit = relevance.is_relevant_key(key) if "hits" in parts else evidence >= threshold
+        reward = learner.page_reward(labelled if "rewards" in parts else evidence, hit)
         learner.observe(url, parent, vector, reward, hit, False)
         if variant in ("rank-yield", "rank-yield-dir") and not hit:  # a part of a hit where the page was counted
             prefix = path_prefix(url, DIR_DEPTH if variant == "rank-yield-dir" else 1)
@@ -399,7 +441,8 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
         if shark is not None:
             shark.released(url)
         for (anchor, context, link), link_score in zip(links, found_links):
-            enqueue(link, url, anchor, context, round(model.probability(evidence), 4), depth + 1, hops,
+            enqueue(link, url, anchor, context,
+                    round(model.probability(labelled if "parent" in parts else evidence), 4), depth + 1, hops,
                     round(link_score, 4))
 
     def blend(url, learned):
@@ -638,8 +681,9 @@ def main(argv=None) -> int:
                              "(shark-feature, shark-prior), counts rank rewards in the places' yields "
                              "(rank-yield; at places with no hit yet: rank-yield-unhit; weighted by a "
                              "place's share of pages that were no hit: rank-yield-share; with places "
-                             "below the host taken as whole directories: dir-places, rank-yield-dir), or drops a part (no-bonus, frozen, no-words); screened in "
-                             "simulation only, none adopted (default off)")
+                             "below the host taken as whole directories: dir-places, rank-yield-dir), drops a part (no-bonus, frozen, "
+                             "no-words), or re-estimates even odds for the crawl's pages by prior-shift EM "
+                             "(prior-shift); screened in simulation only, none adopted (default off)")
     parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))
     parser.add_argument("--models", help="without --webs: the folder with TARGET.joblib per WebKB target")
     parser.add_argument("--targets", default=None,
@@ -657,7 +701,9 @@ def main(argv=None) -> int:
     parser.add_argument("--oracle", default="off", metavar="PART[,PART]",
                         help="page: labels score pages; value: true future values order the frontier; "
                              "live: links to pages never recorded are not followed; hub: a perfect one-step "
-                             "hub feature (default off)")
+                             "hub feature; page's parts: hits (labels decide the learner's hits), parent "
+                             "(labels give the score links inherit), rewards (a page not found is ranked on "
+                             "the labels' score) (default off)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="runs at once, in forked processes (default 1; the figures do not change)")
     parser.add_argument("--version-every", type=int, default=VERSION_EVERY, metavar="N",
