@@ -93,6 +93,7 @@ from focuscrawl.learning.strategies import make_strategy
 from focuscrawl.meta import LinkMeta, request_meta
 from focuscrawl.parsing import parse_html
 from focuscrawl.relevance import TopicModel
+from focuscrawl.relevance.compounds import CompoundReader
 from focuscrawl.relevance.query import build_query_model
 from focuscrawl.replay import RecordedWeb
 from focuscrawl.replay.linkgraph import PAGE, REDIRECT, LinkGraph, SamePage, load_aliases
@@ -125,9 +126,11 @@ SPEND = ("new relevant", "relevant again", "other page", "redirect", "nothing")
 #: directory (``host/a/b/c``) instead of its first segment; "rank-yield-dir", both; "no-bonus", the learner
 #: without its exploration bonus, "frozen" without its online learning of weights, "no-words" without
 #: its online link-word counts (diagnostics); "prior-shift", the model's even odds re-estimated for the
-#: crawl's own pages (``prior_shift_share``) after each scored page.
+#: crawl's own pages (``prior_shift_share``) after each scored page; "page-compounds", a page's title and
+#: text read through the model's ``CompoundReader`` before the model scores it (its unknown identifiers,
+#: ``ctest``, ``CTEST_TEST_TIMEOUT``, as the known words they are made of), as its links' names are.
 VARIANTS = ("off", "shark-feature", "shark-prior", "rank-yield", "rank-yield-unhit", "rank-yield-share", "dir-places",
-            "rank-yield-dir", "no-bonus", "frozen", "no-words", "prior-shift")
+            "rank-yield-dir", "no-bonus", "frozen", "no-words", "prior-shift", "page-compounds")
 #: "dir-places", "rank-yield-dir": path segments a place below the host holds (a whole directory)
 DIR_DEPTH = 64
 SHARK_FEATURE = "shark_inherited"
@@ -320,6 +323,7 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
     if variant == "no-words":
         learner.learn_words = False
     hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
+    read = CompoundReader.for_pipeline(model.pipeline) if variant == "page-compounds" else None
     judged: list[float] = []  # "prior-shift": the scores of the pages judged so far
     deny = set(DEFAULTS.deny_extensions)
     frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)
@@ -394,7 +398,8 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
             else:
                 score = scores.get(("page", key))
                 if score is None:
-                    score = scores[("page", key)] = model.score_page(title, text, links)
+                    score = scores[("page", key)] = (model.score_page(title, text, links) if read is None else
+                                                     model.score_page(read(title or ""), read(text or ""), links))
             page_scores[key] = score
         # the page and the link that led to it, as the spider judges them (FOCUS_LINK_EVIDENCE)
         evidence = score if "page" in parts else model.with_link_evidence(score, link_scores.get(url))
@@ -683,7 +688,8 @@ def main(argv=None) -> int:
                              "place's share of pages that were no hit: rank-yield-share; with places "
                              "below the host taken as whole directories: dir-places, rank-yield-dir), drops a part (no-bonus, frozen, "
                              "no-words), or re-estimates even odds for the crawl's pages by prior-shift EM "
-                             "(prior-shift); screened in simulation only, none adopted (default off)")
+                             "(prior-shift), or reads a page's compound words as the model's known words "
+                             "(page-compounds); screened in simulation only, none adopted (default off)")
     parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))
     parser.add_argument("--models", help="without --webs: the folder with TARGET.joblib per WebKB target")
     parser.add_argument("--targets", default=None,
