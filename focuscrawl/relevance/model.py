@@ -179,8 +179,13 @@ class TopicModel:
         one manual's pages knows ``test`` and ``debug``; another manual's testing pages name
         ``ctest``, ``add_test`` and ``set_tests_properties``, words it never saw whole, so read
         as they are written the pages it should rank first score like any other. A known word is
-        read as it is, so the pages the model was trained on score as they did."""
-        read = self._compound_reader()
+        read as it is, so the pages the model was trained on score as they did.
+
+        A model made from words (``query``) reads a page as written: its vocabulary is the user's
+        few words, not pages', and read through them a page's other words become them
+        (``undergraduate`` as ``graduate``: WebKB student from words fell from 0.46 to 0.11,
+        simulated); its links' identifiers are split by its own link reading."""
+        read = None if self.metadata.get("start") == "query" else self._compound_reader()
         return (read(title or ""), read(text or "")) if read is not None else (title, text)
 
     def score(self, title: str, text: str) -> float:
