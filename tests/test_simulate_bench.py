@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -257,7 +258,7 @@ def test_the_page_oracle_is_its_three_parts(demo_web, demo_files, demo_model):
     (no link evidence to leave out); each part alone runs seeded and counts every request."""
     sim = load_bench("simulate")
     web = sim.Web(demo_files["warc"], None)
-    model = TopicModel.load(demo_model)
+    model = copy.copy(TopicModel.load(demo_model))  # the loaded model is shared (TopicModel.load keeps it)
     model.link_pipeline = None
     relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
     page = sim.simulate(web, model, relevance, demo_web.seeds, 80, 8, 0.25, 1, "page")
