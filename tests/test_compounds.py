@@ -1,5 +1,6 @@
-"""A link's compound words read as the known words they are made of (``relevance.compounds``), and
-the page model reading a link that way (``TopicModel.score_links`` without a link model)."""
+"""Compound words read as the known words they are made of (``relevance.compounds``), and the page
+model reading a link (``TopicModel.score_links`` without a link model) and a page that way."""
+import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
@@ -35,9 +36,10 @@ def test_the_reader_rewrites_unknown_words_and_identifiers_only():
     assert read("governance qwerty") == "governance qwerty"  # nothing known in them: left as they are
 
 
-def test_a_page_model_reads_a_links_compound_words_as_their_parts():
+def test_a_page_model_reads_compound_words_as_their_parts():
     """A model that knows "test" from its pages but never saw "ctest" reads a link to ``ctest.1.html``
-    as one naming "test"; a page's own score is not changed."""
+    as one naming "test", and a page naming ``ctest`` as one naming "test"; the text around a link
+    is read as written."""
     on = [("Testing", "unit test test suite testing assert"), ("Test driver", "run the test and check results")]
     off = [("Install", "download package install build"), ("Colors", "theme color palette font")] * 2
     docs = [model_document(t, x) for t, x in on + off]
@@ -49,8 +51,13 @@ def test_a_page_model_reads_a_links_compound_words_as_their_parts():
     assert ctest > other
     assert ctest == model.score_many([("test(1)", " manual test 1 html")])[0]
     beside = model.score_links([("cpack(1)", "see ctest(1)", "http://h.test/manual/cpack.1.html")])[0]
-    assert beside == model.score_many([("cpack(1)", "see ctest(1) manual cpack 1 html")])[0]  # the text around it is not read so
-    assert model.score("ctest", "ctest") == model.score_many([("ctest", "ctest")])[0]
+    as_written = pipeline.predict_proba([model_document("cpack(1)", "see ctest(1) manual cpack 1 html")])[0, 1]
+    assert beside == pytest.approx(as_written)  # the text around a link is not read so
+    assert model.read_page("CTEST_TIMEOUT", "add_test(name)") == ("test", "test(name)")  # known parts only
+    assert model.score("ctest", "run ctest") == model.score("test", "run test")
+    assert model.score("ctest", "run ctest") > model.score("qwerty", "run qwerty")
+    assert model.score("Testing", "unit test") == pytest.approx(
+        pipeline.predict_proba([model_document("Testing", "unit test")])[0, 1])  # known words as they are
 
 
 def test_a_pipeline_without_a_vocabulary_reads_links_unchanged():

@@ -439,3 +439,10 @@ def test_the_judge_reads_the_pages_links_when_its_model_does():
     assert hit and page.relevant and page.page_score > 0.5
     hit, _ = judge.judge(page, "CSE 543 Home Page", "Welcome.", None, False)
     assert not hit and page.page_score < 0.1
+
+
+def test_a_words_model_reads_a_page_as_written():
+    """Its vocabulary is the query's words: read through them, a page's other words would become
+    them (``undergraduate`` as ``graduate``)."""
+    model = build_query_model("student graduate advisor", background_docs=["software package"] * 3)
+    assert model.read_page("Undergraduate", "undergraduates welcome") == ("Undergraduate", "undergraduates welcome")

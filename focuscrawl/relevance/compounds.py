@@ -1,12 +1,14 @@
-"""A link's compound words read as the words a page model knows they are made of.
+"""Compound words read as the words a page model knows they are made of.
 
 A model trained from example pages reads a link as a tiny page: its anchor, the text around it
 and its URL's words, through the page classifier. Links name things in identifiers and file
 names (``ctest.1.html``, ``unittest``, ``regexp``, ``stringview``, ``CTEST_TEST_TIMEOUT``) that
 pages spell out, so a link's most telling word is often one the classifier never saw whole,
 although it knows ``test``, ``regex``, ``string``. ``CompoundReader`` rewrites such a word as the
-known words it is made of before the classifier reads the link; a word the model knows is read
-as it is, and a page's own text is never rewritten (a page spells its words out).
+known words it is made of before the classifier reads the link or the page
+(``TopicModel.read_page``): another manual's pages name its commands and variables
+(``add_test``, ``set_tests_properties``) where the training manual spelled its own out. A word
+the model knows is read as it is; the text around a link is not rewritten.
 
 Segmentation is greedy, leftmost-longest: from the start of the word, the longest known word
 that begins there is taken and reading goes on after it; where none begins, one letter is
