@@ -6,9 +6,10 @@ words the model knows: the cheap screen before simulations for reading a page's 
 
 For each topic, its suite model (trained from the training hosts' example pages,
 ``bench/webs.py --train``) scores every labelled page of the hosts it was not trained on two ways:
-as the crawl judges a page (``TopicModel.score_page``) and with the page's title and text read
-through the model's ``CompoundReader`` first (a word the model knows is read as it is; an unknown
-identifier, ``ctest`` or ``CTEST_TEST_TIMEOUT``, as the known words it is made of). ROC AUC and
+as written (the model's pipeline on the page's words: "as it is") and as the crawl judges a page
+(``TopicModel.score_page``, which reads the title and text through the model's ``CompoundReader``
+first, ``TopicModel.read_page``: a word the model knows is read as it is; an unknown identifier,
+``ctest`` or ``CTEST_TEST_TIMEOUT``, as the known words it is made of: "compounds read"). ROC AUC and
 average precision for "is on topic", the pages at or above even odds (on topic and in all), and
 what each costs per page (milliseconds of process time: the model's scoring, and the reading
 before it, the reader's word cache filling as it reads, as in a crawl). ``--cache`` is ``bench/simulate.py``'s folder of parsed webs.
@@ -16,7 +17,6 @@ before it, the reader's word cache filling as it reads, as in a crawl). ``--cach
 
 from __future__ import annotations
 
-import argparse
 import re
 import statistics
 import sys
@@ -25,10 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from page_ranking import each_topic, host_of, labelled_pages, ranking_row  # noqa: E402
+from page_ranking import each_topic, host_of, labelled_pages, ranking_row, screen_arguments  # noqa: E402
 
 from focuscrawl.relevance import TopicModel  # noqa: E402
 from focuscrawl.relevance.compounds import CompoundReader  # noqa: E402
+from focuscrawl.relevance.model import model_document  # noqa: E402
 
 
 def screen(web, parsed, topic) -> list[dict]:
@@ -37,23 +38,21 @@ def screen(web, parsed, topic) -> list[dict]:
     model = TopicModel.load(web.cache("models", f"{topic.name}.joblib"))
     reader = CompoundReader.for_pipeline(model.pipeline)
     pages = [parsed.pages[k] for k in keys]
+    # as written: the model's pipeline on the page's words (what the model read before read_page)
     started = time.process_time()
-    plain = [model.score_page(title, text, links) for title, text, links in pages]
+    plain = list(model.pipeline.predict_proba([model_document(title, text) for title, text, _ in pages])[:, 1])
     scoring = (time.process_time() - started) / max(len(pages), 1) * 1000
     started = time.process_time()
-    read = [(reader(title or ""), reader(text or "")) for title, text, _ in pages]
+    for title, text, _ in pages:
+        reader(title or ""), reader(text or "")
     cost = (time.process_time() - started) / max(len(pages), 1) * 1000
-    compounds = [model.score_page(title, text, links) for (title, text), (_, _, links) in zip(read, pages)]
+    compounds = [model.score_page(title, text, links) for title, text, links in pages]  # read_page's reading
     return [ranking_row(y, scores, model.even_odds_score, topic=topic.name, reading=name, ms=ms)
             for name, scores, ms in (("as it is", plain, scoring), ("compounds read", compounds, cost))]
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--webs", default="webkb,demo,langdocs,tooldocs")
-    parser.add_argument("--targets", default="", help="topic names, comma-separated (default: every topic)")
-    parser.add_argument("--cache", type=Path, default=None, metavar="DIR")
-    args = parser.parse_args(argv)
+    args = screen_arguments(__doc__.split("\n\n")[0], "webkb,demo,langdocs,tooldocs").parse_args(argv)
     print("| topic | page read | AUC | AP | counted found: on topic / all (on topic of pages) | ms/page |")
     print("|---|---|---|---|---|---|")
     costs: dict[str, list[float]] = {}

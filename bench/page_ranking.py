@@ -4,7 +4,9 @@ figures for a way of scoring them."""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 from sklearn.metrics import average_precision_score, roc_auc_score
@@ -51,3 +53,14 @@ def each_topic(webs: str, cache, wanted: set[str]):
 def host_of(key: str) -> str:
     """The host of a URL key (``url_key``: ``scheme://host/path``, or a bare host)."""
     return key.split("/")[2] if "//" in key else key
+
+
+def screen_arguments(description: str, webs: str, targets_help: str = "topic names, comma-separated "
+                     "(default: every topic)") -> argparse.ArgumentParser:
+    """The options every offline screen takes: ``--webs``, ``--targets`` and ``--cache`` (the
+    folder of ``bench/simulate.py``'s parsed webs)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--webs", default=webs)
+    parser.add_argument("--targets", default="", help=targets_help)
+    parser.add_argument("--cache", type=Path, default=None, metavar="DIR")
+    return parser

@@ -12,13 +12,12 @@ above even odds: on topic and in all. ``--cache`` is ``bench/simulate.py``'s fol
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from page_ranking import each_topic, host_of, labelled_pages, ranking_row  # noqa: E402
+from page_ranking import each_topic, host_of, labelled_pages, ranking_row, screen_arguments  # noqa: E402
 from webs import WEBKB_HELD_OUT  # noqa: E402
 
 from focuscrawl.relevance.query import build_query_model  # noqa: E402
@@ -38,11 +37,7 @@ def screen(web, parsed, topic, background_docs=None) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--webs", default="webkb,langdocs,tooldocs")
-    parser.add_argument("--targets", default="", help="topic names, comma-separated (default: every topic)")
-    parser.add_argument("--cache", type=Path, default=None, metavar="DIR")
-    args = parser.parse_args(argv)
+    args = screen_arguments(__doc__.split("\n\n")[0], "webkb,langdocs,tooldocs").parse_args(argv)
     print("| topic | page read by | AUC | AP | counted found: on topic / all (on topic) |")
     print("|---|---|---|---|---|")
     for web, parsed, topic in each_topic(args.webs, args.cache, {t for t in args.targets.split(",") if t}):
