@@ -10,13 +10,16 @@ marked ``noindex`` is neither relevant nor a hit.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from focuscrawl.dedup import content_hash
 
 
-def page_links(parsed) -> list[tuple[str, str, str]]:
+def page_links(parsed) -> Iterator[tuple[str, str, str]]:
     """A parsed page's followable links as ``(anchor, context, url)``: what a model reading a page's
-    own links (``TopicModel.link_field``) reads."""
-    return [(link.anchor, link.context, link.url) for link in parsed.links if not link.nofollow]
+    own links (``TopicModel.link_field``) reads. Lazy: a model that does not read them (every model
+    trained from pages) builds nothing for them on the crawl's path."""
+    return ((link.anchor, link.context, link.url) for link in parsed.links if not link.nofollow)
 
 
 class PageJudge:

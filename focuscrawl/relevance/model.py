@@ -193,9 +193,10 @@ class TopicModel:
 
     def score_page(self, title: str, text: str, links=()) -> float:
         """A fetched page's score by its title, its text and, when the model reads them
-        (``link_field``), the ``(anchor, context, url)`` of its own links."""
+        (``link_field``), the ``(anchor, context, url)`` of its own links (an iterable, read once
+        and only then)."""
         score = self.score(title, text)
-        if self.link_field is None or not links:
+        if self.link_field is None:
             return score
         evidence = self.link_field.evidence(links)
         return _sigmoid(_logit(score) + evidence) if evidence else score
