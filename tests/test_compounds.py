@@ -66,3 +66,28 @@ def test_a_pipeline_without_a_vocabulary_reads_links_unchanged():
     vectorizer.fit(["a b"])  # a vocabulary of its own: read against it
     pipeline = Pipeline([("tfidf", vectorizer), ("classifier", LogisticRegression())])
     assert CompoundReader.for_pipeline(pipeline) is not None
+
+
+def test_a_model_declares_how_it_reads_pages(tmp_path):
+    """A trained model reads compounds, a words model reads as written (its metadata says so), a
+    words model saved before models declared it still reads as written, and a reading this
+    focuscrawl does not know is refused with a clear error."""
+    from focuscrawl.relevance.model import ModelError
+    from focuscrawl.relevance.query import build_query_model
+
+    on = [("Testing", "unit test test suite testing assert")] * 2
+    off = [("Install", "download package install build")] * 2
+    pipeline = build_pipeline(4).fit([model_document(t, x) for t, x in on + off], [1, 1, 0, 0])
+    trained = TopicModel(pipeline, {})
+    assert trained.page_reading == "compounds"
+    words = build_query_model("student graduate advisor", background_docs=["software package"] * 3)
+    assert words.page_reading == "written"
+    old = tmp_path / "old.joblib"
+    words.metadata.pop("page_reading")
+    words.save(old)
+    assert TopicModel.load(old).page_reading == "written"
+    strange = tmp_path / "strange.joblib"
+    trained.metadata["page_reading"] = "backwards"
+    trained.save(strange)
+    with pytest.raises(ModelError, match="reads pages as 'backwards'"):
+        TopicModel.load(strange)

@@ -167,7 +167,9 @@ class Command(FocusCommand):
                             for url in wanted.get(key, ()):
                                 found[url].append(page)
                 # a model that reads a page's own links (a words model's link_field) explains them too
-                links = ({page["url"]: store.links_of(page["url"]) for pages in found.values() for page in pages}
+                # (one query a page, however many of the URLs asked for led to it)
+                pages_found = {page["url"] for pages in found.values() for page in pages}
+                links = ({url: store.links_of(url) for url in pages_found}
                          if getattr(model, "link_field", None) is not None else {})
         except StoreError as exc:
             raise CommandError(str(exc)) from None

@@ -94,6 +94,10 @@ def _sigmoid(z: float) -> float:
     return float(expit(z))
 
 
+#: How a model reads a page's words (``TopicModel.page_reading``).
+PAGE_READINGS = ("compounds", "written")
+
+
 class TopicModel:
     """A fitted pipeline plus what it was trained on; ``score`` is P(on topic). It may carry a
     link model (``focuscrawl.relevance.links``) that ``score_links`` uses to value links."""
@@ -181,12 +185,17 @@ class TopicModel:
         as they are written the pages it should rank first score like any other. A known word is
         read as it is, so the pages the model was trained on score as they did.
 
-        A model made from words (``query``) reads a page as written: its vocabulary is the user's
-        few words, not pages', and read through them a page's other words become them
-        (``undergraduate`` as ``graduate``: WebKB student from words fell from 0.46 to 0.11,
-        simulated); its links' identifiers are split by its own link reading."""
-        read = None if self.metadata.get("start") == "query" else self._compound_reader()
+        A model whose metadata says ``page_reading: written`` (``page_reading``) reads a page as
+        written: one made from words declares it (``query.build_query_model``)."""
+        read = self._compound_reader() if self.page_reading == "compounds" else None
         return (read(title or ""), read(text or "")) if read is not None else (title, text)
+
+    @property
+    def page_reading(self) -> str:
+        """How the model reads a page's words (``PAGE_READINGS``): "compounds" (the default), each
+        word it does not know as the known words it is made of (``read_page``); "written", as
+        written."""
+        return self.metadata.get("page_reading", "compounds")
 
     def score(self, title: str, text: str) -> float:
         return self.score_many([(title, text)])[0]
@@ -328,7 +337,14 @@ class TopicModel:
         link_field = payload.get("link_field")
         if link_field is not None and not hasattr(link_field, "evidence"):
             raise ModelError(f"{path} is a damaged topic model (its reading of a page's links has no evidence)")
-        return cls(pipeline, payload.get("metadata") or {}, link_pipeline, link_field)
+        metadata = payload.get("metadata") or {}
+        if metadata.get("page_reading", "compounds") not in PAGE_READINGS:
+            raise ModelError(f"{path} reads pages as {metadata['page_reading']!r}, which this focuscrawl does not "
+                             f"know (it knows {', '.join(PAGE_READINGS)}): retrain it with scrapy train")
+        if metadata.get("start") == "query" and "page_reading" not in metadata:
+            # a words model saved before models declared their reading read pages as written
+            metadata = {**metadata, "page_reading": "written"}
+        return cls(pipeline, metadata, link_pipeline, link_field)
 
 
 def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state: int = 0, link_model: bool = True,
@@ -435,6 +451,8 @@ def train_topic_model(examples, positive_labels, cv_folds: int = 5, random_state
         "cv": cv,
         "links": link_report,
         "sources": sources,
+        # its vocabulary is pages', retrained from a words model's crawl too
+        "page_reading": "compounds",
         "versions": {
             "sklearn": sklearn.__version__,
             "numpy": np.__version__,
