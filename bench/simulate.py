@@ -54,11 +54,8 @@ with a link model adds (``TopicModel.with_link_evidence``).
                              [--jitter 0.03] [--first-run 33] [--version-every 16]
 
 ``--spend`` (with ``--webs``) counts what the requests bought (``SPEND``): where a strategy's budget
-goes when two of them find different amounts. ``--variant`` runs an experimental variant of
-``learned`` (``VARIANTS``: shark-search's inheritance borrowed, the places' yields read on rank
-rewards, one part of the learner left out, or even odds re-estimated for the crawl's own pages);
-none is the crawler's default (docs/research.md,
-"What shark-search does on tooldocs testing that the learner does not").
+goes when two of them find different amounts. ``--variant`` leaves one part of the learner
+out (``VARIANTS``), to see what it is worth.
 
 ``--webs NAME,... --pages 10 [--contrast 200 [--unlabelled-contrast]]`` screens the start from ten on-topic pages (drawn as
 ``bench/draw_examples.py`` draws them), with ``--contrast`` their links read by the words the ten
@@ -72,7 +69,6 @@ from __future__ import annotations
 
 import argparse
 import heapq
-import inspect
 import json
 import math
 import multiprocessing
@@ -93,12 +89,11 @@ from focuscrawl.learning.strategies import make_strategy
 from focuscrawl.meta import LinkMeta, request_meta
 from focuscrawl.parsing import parse_html
 from focuscrawl.relevance import TopicModel
-from focuscrawl.relevance.compounds import CompoundReader
 from focuscrawl.relevance.query import build_query_model
 from focuscrawl.replay import RecordedWeb
 from focuscrawl.replay.linkgraph import PAGE, REDIRECT, LinkGraph, SamePage, load_aliases
 from focuscrawl.replay.metrics import Relevance, load_labels, reachable_relevant
-from focuscrawl.urls import canonicalize, extension, host_and_prefix, host_key, path_prefix, url_key
+from focuscrawl.urls import canonicalize, extension, host_key, url_key
 
 SEEDS = ["http://www.cs.cornell.edu/", "http://www.cs.utexas.edu/", "http://www.cs.washington.edu/",
          "http://www.cs.wisc.edu/"]
@@ -112,56 +107,12 @@ HUB_FEATURE = "oracle_hub"
 #: already at another URL, another page, a redirect (its target is the next request), nothing (404,
 #: not HTML).
 SPEND = ("new relevant", "relevant again", "other page", "redirect", "nothing")
-#: Experimental variants of ``learned`` that borrow shark-search's inheritance (``--variant``; bench
-#: only, screened in simulation, none adopted): "shark-feature", the link's shark-search inherited score
-#: as one more feature the learner weighs (starting weight ``SHARK_FEATURE_WEIGHT``); "shark-prior",
-#: the priority is shark-search's value blended with the learner's, the learner's share growing with
-#: its evidence (``n / (n + SHARK_PRIOR_EVIDENCE)`` after n observations); "rank-yield", the places'
-#: yields (host, path prefix, siblings) count a page not counted as found by its rank reward, as a
-#: part of a hit, so that where no page passes even odds a directory of well-ranked pages still pays
-#: more than one of poorly ranked ones; "rank-yield-unhit", the same only at a place with no hit yet
-#: (once a place has a hit, its yield counts hits alone); "rank-yield-share", the rank part weighted
-#: by the place's share of pages that were no hit (a hit never lowers a yield, and a place's hits
-#: speak for it as they grow); "dir-places", the learner's path prefix taken as a link's whole
-#: directory (``host/a/b/c``) instead of its first segment; "rank-yield-dir", both; "no-bonus", the learner
-#: without its exploration bonus, "frozen" without its online learning of weights, "no-words" without
-#: its online link-word counts (diagnostics); "prior-shift", the model's even odds re-estimated for the
-#: crawl's own pages (``prior_shift_share``) after each scored page; "page-compounds", a page's title and
-#: text read through the model's ``CompoundReader`` before the model scores it (its unknown identifiers,
-#: ``ctest``, ``CTEST_TEST_TIMEOUT``, as the known words they are made of), as its links' names are.
-VARIANTS = ("off", "shark-feature", "shark-prior", "rank-yield", "rank-yield-unhit", "rank-yield-share", "dir-places",
-            "rank-yield-dir", "no-bonus", "frozen", "no-words", "prior-shift", "page-compounds")
-#: "dir-places", "rank-yield-dir": path segments a place below the host holds (a whole directory)
-DIR_DEPTH = 64
-SHARK_FEATURE = "shark_inherited"
-SHARK_FEATURE_WEIGHT = 1.0
-SHARK_PRIOR_EVIDENCE = 200.0
-#: "rank-yield": a page not counted as found counts this times its rank reward as a part of a hit
-RANK_YIELD = 1.0
-
-
-def prior_shift_share(scores, start: float, trained_at: float = 0.5, tolerance: float = 1e-6,
-                      steps: int = 1000) -> float:
-    """The share of on-topic pages among ``scores`` (a classifier's probabilities for one set of
-    pages), re-estimated by prior-shift EM (Saerens, Latinne & Decaestecker 2002, "Adjusting the
-    outputs of a classifier to new a priori probabilities"): each score is moved from the prior
-    it was trained at (``trained_at``: 0.5 for a class-balanced classifier) to the current estimate,
-    the estimate becomes the mean of the moved scores, from ``start`` (the training share) until it
-    moves by less than ``tolerance``. It assumes the pages of each class read as the training
-    pages of that class did (only the share changed); even odds on these pages is then the score
-    ``1 - share`` (``TopicModel.even_odds_score`` at the training share)."""
-    p = np.clip(np.asarray(scores, dtype=float), 1e-9, 1.0 - 1e-9)
-    share = float(start)
-    if not len(p):
-        return share
-    ratio = p / (1.0 - p) * ((1.0 - trained_at) / trained_at)  # the likelihood ratio each score holds
-    for _ in range(steps):
-        odds = ratio * share / (1.0 - share)
-        new = float(np.mean(odds / (1.0 + odds)))
-        if abs(new - share) < tolerance:
-            return new
-        share = min(max(new, 1e-9), 1.0 - 1e-9)
-    return share
+#: Diagnostic variants of ``learned`` (``--variant``; bench only): "no-bonus", the learner without its
+#: exploration bonus, "frozen" without its online learning of weights, "no-words" without its
+#: online link-word counts. The variants screened and not kept (shark-search's inheritance as a
+#: feature or a prior, rank rewards in the places' yields, whole directories as places, even odds by
+#: prior-shift EM) are in the project's history; research.md has what each gave.
+VARIANTS = ("off", "no-bonus", "frozen", "no-words")
 
 
 class Web:
@@ -263,24 +214,7 @@ def rank_probe(marks: list[int], values: dict[str, float], quality: dict[int, li
     return probe
 
 
-def simulate(*args, **kwargs) -> list[int]:
-    """``_simulate`` (its arguments); the variants "dir-places" and "rank-yield-dir" with the
-    learner's path prefix taken as a link's whole directory while it runs."""
-    if inspect.signature(_simulate).bind(*args, **kwargs).arguments.get("variant") not in ("dir-places",
-                                                                                           "rank-yield-dir"):
-        return _simulate(*args, **kwargs)
-    import focuscrawl.learning.learner as module
-
-    kept = module.path_prefix, module.host_and_prefix
-    module.path_prefix = lambda url, depth=DIR_DEPTH: path_prefix(url, depth)
-    module.host_and_prefix = lambda url, depth=DIR_DEPTH: host_and_prefix(url, depth)
-    try:
-        return _simulate(*args, **kwargs)
-    finally:
-        module.path_prefix, module.host_and_prefix = kept
-
-
-def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
+def simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str], budget: int, slots: int,
               margin: float, seed: int, oracle: str = "off", values: dict[str, float] | None = None,
               probe=None, version_every: int = VERSION_EVERY, jitter: float = 0.0,
               hubs: set[str] | None = None, strategy: str = "learned", scores: dict | None = None,
@@ -299,7 +233,7 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
     ``strategy``: what orders the frontier (``STRATEGIES``: the learner, or a classic crawler of
     ``focuscrawl.learning.strategies`` fed the same links as the scheduler feeds it). ``scores``: a
     dict kept across runs of one model, where the model's page and link scores are remembered (they
-    do not depend on the run). ``variant``: an experimental variant of ``learned`` (``VARIANTS``).
+    do not depend on the run). ``variant``: a diagnostic variant of ``learned`` (``VARIANTS``).
     ``spend``: a dict where each request is counted by what it bought (``SPEND``)."""
     rng = random.Random(seed)
     scores = {} if scores is None else scores
@@ -315,16 +249,11 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
                                 version_every=version_every,
                                 **({"exploration": 0.0} if variant == "no-bonus" else {}),
                                 **({"learning_rate": 0.0} if variant == "frozen" else {}))
-    # shark-search's values of the links, kept beside the learner for the shark variants
-    shark = make_strategy("shark", None) if variant in ("shark-feature", "shark-prior") else None
-    priors = {**(model.learner_priors or {}), **({HUB_FEATURE: 1.0} if hubs else {}),
-              **({SHARK_FEATURE: SHARK_FEATURE_WEIGHT} if variant == "shark-feature" else {})}
+    priors = {**(model.learner_priors or {}), **({HUB_FEATURE: 1.0} if hubs else {})}
     learner.use_link_model(model.learned_links, priors)
     if variant == "no-words":
         learner.learn_words = False
     hit_threshold = model.even_odds_score  # FOCUS_REWARD_THRESHOLD's default
-    read = CompoundReader.for_pipeline(model.pipeline) if variant == "page-compounds" else None
-    judged: list[float] = []  # "prior-shift": the scores of the pages judged so far
     deny = set(DEFAULTS.deny_extensions)
     frontier: dict[str, tuple] = {}  # canonical URL -> (vector, parent, depth, hops)
     seen: set[str] = set()
@@ -333,8 +262,6 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
     found: set[str] = set()
     curve: list[int] = []
     link_scores: dict[str, float | None] = {}  # the link model's score of the link that found a URL
-    ranked: dict[tuple, float] = {}  # "rank-yield-unhit/share": (table, place) -> the rank rewards of its pages not found
-    added: dict[tuple, float] = {}  # (table, place) -> the part of its yield's hits that is ranked
 
     def enqueue(url, parent, anchor, context, parent_score, depth, hops, link_score):
         canonical = canonicalize(url)
@@ -345,9 +272,6 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
                 meta = request_meta(LinkMeta(anchor, context, parent, parent_score, hops, link_score), depth)
                 if classic.refound(canonical, meta):
                     priority[canonical] = classic.priority(canonical)
-            elif shark is not None and canonical in frontier:  # raised for the next re-scoring
-                shark.refound(canonical, request_meta(LinkMeta(anchor, context, parent, parent_score, hops,
-                                                               link_score), depth))
             return
         key = url_key(canonical)
         if "live" in parts and parent is not None and not web.graph.is_page(_landing(web.graph, key)):
@@ -357,11 +281,6 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
         features = link_features(context_)
         if key in hubs:
             features = (*features, (HUB_FEATURE, 1.0))
-        if shark is not None:
-            shark.score(canonical, request_meta(LinkMeta(anchor, context, parent, parent_score, hops, link_score),
-                                                depth))
-            if variant == "shark-feature" and parent is not None:
-                features = (*features, (SHARK_FEATURE, shark.urls[canonical].inherited))
         frontier[canonical] = (learner.vectorise(features), parent, depth, hops)
         link_scores[canonical] = link_score
         if classic is not None:
@@ -398,42 +317,13 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
             else:
                 score = scores.get(("page", key))
                 if score is None:
-                    score = scores[("page", key)] = (model.score_page(title, text, links) if read is None else
-                                                     model.score_page(read(title or ""), read(text or ""), links))
+                    score = scores[("page", key)] = model.score_page(title, text, links)
             page_scores[key] = score
         # the page and the link that led to it, as the spider judges them (FOCUS_LINK_EVIDENCE)
         evidence = score if "page" in parts else model.with_link_evidence(score, link_scores.get(url))
-        threshold = hit_threshold
-        if variant == "prior-shift":  # even odds at the share of on-topic pages among those judged so far
-            judged.append(evidence)
-            threshold = 1.0 - prior_shift_share(judged, 1.0 - model.even_odds_score)
-        hit = relevance.is_relevant_key(key) if "hits" in parts else evidence >= threshold
+        hit = relevance.is_relevant_key(key) if "hits" in parts else evidence >= hit_threshold
         reward = learner.page_reward(labelled if "rewards" in parts else evidence, hit)
         learner.observe(url, parent, vector, reward, hit, False)
-        if variant in ("rank-yield", "rank-yield-dir") and not hit:  # a part of a hit where the page was counted
-            prefix = path_prefix(url, DIR_DEPTH if variant == "rank-yield-dir" else 1)
-            for table, place in ((learner.hosts, host_key(url)), (learner.prefixes, prefix),
-                                 (learner.children, learner.nodes[url].parent if url in learner.nodes else None)):
-                if place in table:
-                    table[place].relevant += max(0.0, reward) * RANK_YIELD
-        if variant in ("rank-yield-unhit", "rank-yield-share"):  # hits counted apart from the rank part
-            for name, table, place in (("hosts", learner.hosts, host_key(url)),
-                                       ("prefixes", learner.prefixes, path_prefix(url)),
-                                       ("children", learner.children,
-                                        learner.nodes[url].parent if url in learner.nodes else None)):
-                stats = table.get(place)
-                if stats is None:
-                    continue
-                at = (name, place)
-                if stats.fetched == 1:  # new here (or again, after the learner forgot it)
-                    ranked.pop(at, None)
-                    added.pop(at, None)
-                hits = max(0, round(stats.relevant - added.get(at, 0.0)))
-                if not hit:
-                    ranked[at] = ranked.get(at, 0.0) + max(0.0, reward)
-                weight = (hits == 0) if variant == "rank-yield-unhit" else 1.0 - hits / stats.fetched
-                part = ranked.get(at, 0.0) * weight
-                stats.relevant, added[at] = hits + part, part
         if relevance.is_relevant_key(key):
             found.add(relevance.page_of_key(key))
             curve[-1] = len(found)
@@ -443,18 +333,10 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
             found_links = scores[("links", key)] = model.score_links(links)
         if classic is not None:
             classic.released(url)
-        if shark is not None:
-            shark.released(url)
         for (anchor, context, link), link_score in zip(links, found_links):
             enqueue(link, url, anchor, context,
                     round(model.probability(labelled if "parent" in parts else evidence), 4), depth + 1, hops,
                     round(link_score, 4))
-
-    def blend(url, learned):
-        """shark-search's value, the learner's share growing with its observations."""
-        say = learner.observations / (learner.observations + SHARK_PRIOR_EVIDENCE)
-        value = shark.priority(url)
-        return learned if value is None else say * learned + (1 - say) * value
 
     for url in seeds:
         enqueue(url, None, "", "", None, 0, 0, None)
@@ -467,13 +349,9 @@ def _simulate(web: Web, model: TopicModel, relevance: Relevance, seeds: list[str
         elif learner.version != version:
             version = learner.version
             priority = dict(zip(frontier, learner.score_many([(v, u, p) for u, (v, p, _, _) in frontier.items()])))
-            if variant == "shark-prior":
-                priority = {url: blend(url, value) for url, value in priority.items()}
         for url in frontier.keys() - priority.keys():
             vector, parent, _, _ = frontier[url]
             priority[url] = learner.score(vector, url, parent)
-            if variant == "shark-prior":
-                priority[url] = blend(url, priority[url])
         chosen, hosts, best = [], set(), None
         candidates = heapq.nlargest(max(slots * 20, 200), frontier, key=priority.__getitem__)
         seen_as = priority
@@ -682,14 +560,8 @@ def main(argv=None) -> int:
                         help="with --webs: also report what the requests bought (mean per run: a new relevant "
                              "page, one found already at another URL, another page, a redirect, nothing)")
     parser.add_argument("--variant", default="off", choices=VARIANTS,
-                        help="experimental: a variant of learned that borrows shark-search's inheritance "
-                             "(shark-feature, shark-prior), counts rank rewards in the places' yields "
-                             "(rank-yield; at places with no hit yet: rank-yield-unhit; weighted by a "
-                             "place's share of pages that were no hit: rank-yield-share; with places "
-                             "below the host taken as whole directories: dir-places, rank-yield-dir), drops a part (no-bonus, frozen, "
-                             "no-words), or re-estimates even odds for the crawl's pages by prior-shift EM "
-                             "(prior-shift), or reads a page's compound words as the model's known words "
-                             "(page-compounds); screened in simulation only, none adopted (default off)")
+                        help="diagnostic: learned without a part (no-bonus: its exploration bonus; frozen: "
+                             "its online learning of weights; no-words: its online link-word counts)")
     parser.add_argument("--webkb", default=str(Path(__file__).resolve().parents[2] / "shared" / "webkb"))
     parser.add_argument("--models", help="without --webs: the folder with TARGET.joblib per WebKB target")
     parser.add_argument("--targets", default=None,

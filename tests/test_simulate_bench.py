@@ -215,11 +215,9 @@ def test_the_suite_cases_skip_what_this_machine_lacks(tmp_path):
     assert cases == [] and set(skipped) == {"webkb", "tooldocs"}
 
 
-def test_spend_counts_every_request_and_the_variants_run(demo_web, demo_files, demo_model, monkeypatch):
+def test_spend_counts_every_request_and_the_variants_run(demo_web, demo_files, demo_model):
     """``spend`` counts each request once, by what it bought (a relevant page once, however many
-    URLs serve it); the experimental variants of ``learned`` run seeded, and "shark-prior" with the
-    learner given no say is shark-search's crawl (up to when a value raised by a better link is
-    picked up: at the next re-scoring, not at once)."""
+    URLs serve it); the diagnostic variants of ``learned`` run seeded, each a crawl of its own."""
     sim = load_bench("simulate")
     web = sim.Web(demo_files["warc"], None)
     model = TopicModel.load(demo_model)
@@ -231,26 +229,6 @@ def test_spend_counts_every_request_and_the_variants_run(demo_web, demo_files, d
     for variant in sim.VARIANTS:
         runs = [sim.simulate(web, model, relevance, demo_web.seeds, 80, 8, 0.25, 1, variant=variant) for _ in (1, 2)]
         assert runs[0] == runs[1] and len(runs[0]) == 80, variant
-    monkeypatch.setattr(sim, "SHARK_PRIOR_EVIDENCE", float("inf"))
-    blended = sim.simulate(web, model, relevance, demo_web.seeds, 80, 8, 0.25, 1, variant="shark-prior")
-    shark = sim.simulate(web, model, relevance, demo_web.seeds, 80, 8, 0.25, 1, strategy="shark")
-    assert blended[:40] == shark[:40] and abs(blended[-1] - shark[-1]) <= 4, (blended[-1], shark[-1])
-
-
-def test_prior_shift_em_finds_the_share_a_balanced_classifier_was_not_trained_at():
-    """Scores of a calibrated class-balanced classifier (each the sigmoid of a log-likelihood
-    ratio, N(+2, 2) for on-topic pages and N(-2, 2) for the rest) on pages of which 10% are on
-    topic: EM from the training share finds the 10%, and no pages leave the start as it is."""
-    import numpy as np
-
-    sim = load_bench("simulate")
-    rng = np.random.default_rng(0)
-    on = rng.random(20_000) < 0.10
-    llr = np.where(on, rng.normal(2.0, 2.0, on.size), rng.normal(-2.0, 2.0, on.size))
-    scores = 1.0 / (1.0 + np.exp(-llr))
-    assert abs(sim.prior_shift_share(scores, start=0.3) - 0.10) < 0.01
-    assert abs(sim.prior_shift_share(scores, start=0.02) - 0.10) < 0.01
-    assert sim.prior_shift_share([], start=0.3) == 0.3
 
 
 def test_the_page_oracle_is_its_three_parts(demo_web, demo_files, demo_model):
