@@ -163,10 +163,11 @@ class MemoryHostQueue:
         self.cold.add_run(records[keep:], deflate)
 
     def rescore_part(self, budget: int, version: bytes, restamp: Restamp, deflate: bool) -> int:
-        """Stale hot records first (re-scored in place), then the best blocks of the stale cold
-        runs, which become a lot (``runs.ColdRuns.rescore_best``)."""
+        """Stale hot records first (re-scored in place; the hot heap is a small share of a deep
+        host), the longest stale first, then the stale cold runs, the oldest first, which become a
+        lot (``runs.ColdRuns.rescore_stalest``)."""
         heap = self.heap
-        hot = sorted(r for r in heap if r[KEY:FLAG] != version)[:budget]
+        hot = sorted((r for r in heap if r[KEY:FLAG] != version), key=lambda r: (r[KEY:FLAG], r))[:budget]
         if hot:
             taken = set(hot)
             self.heap = heap = [r for r in heap if r not in taken] + restamp(hot)
@@ -174,7 +175,7 @@ class MemoryHostQueue:
         done = len(hot)
         cold = self.cold
         if cold is not None:
-            done += cold.rescore_best(budget - done, version, restamp, deflate)
+            done += cold.rescore_stalest(budget - done, version, restamp, deflate)
             if not cold.size:
                 self.cold = None
             elif not heap or cold.head < heap[0]:
