@@ -249,6 +249,10 @@ class ColdRuns:
         for run in self.runs:
             run.stored(loose, blocks)
 
+    def oldest_stale(self, version: bytes) -> bytes | None:
+        """The oldest version a stale run's records may be scored under (None: every run is fresh)."""
+        return min((run.oldest for run in self.runs if run.version != version), default=None)
+
     def rescore_stalest(self, budget: int, version: bytes, restamp: Restamp, deflate: bool) -> int:
         """Re-score about ``budget`` stale records, the longest stale first: the best blocks of the
         stale run scored under the oldest version (runs known to be fresh are skipped), then of the
