@@ -775,6 +775,40 @@ def test_background_rescoring_takes_the_hosts_in_turn():
     assert {host: n // sizes[host] for host, n in refreshed.items()} == {host: 3 for host in sizes}
 
 
+
+@pytest.mark.parametrize("deflate_from", [0, 10**9])
+def test_background_rescoring_reaches_every_entry_of_a_deep_host(deflate_from):
+    """A host bigger than a pass (here 3000 of 3200 entries, a pass of half the frontier per learner
+    update) is re-scored a part at a time, its longest-stale entries first, and its partial turn is
+    a turn: the hosts after it are re-scored too. So no entry stays stale for more than a few
+    updates, and one queued when the learner thought little of it surfaces once it is worth more.
+    (Best first re-scored the same top half of the deep host on every update, the cursor stayed on
+    it, and its worst entries and every host after it kept their old priorities for good.)"""
+    f = Frontier(codec=BytesCodec(), deflate_from=deflate_from)
+    rows = [("deep.example", Entry(i / 3000, f"http://deep.example/{i}", b"\x01", (float(i),))) for i in range(3000)]
+    rows += [(host, Entry(0.5, f"http://{host}/{i}", b"\x01", (0.5,))) for host in ("a.example", "b.example")
+             for i in range(100)]
+    for host, entry in rows:
+        f.push(host, entry)
+    assert queue(f, "deep.example").cold_size() > 2000
+    last = {}  # url -> the update it was last re-scored at
+    update = 0
+
+    def rescore(entries):
+        for e in entries:
+            last[e.url] = update
+        # the deep host's worst entries are now worth the most
+        return [1.5 - e.features[0] / 3000 if e.url.startswith("http://deep") else 0.5 for e in entries]
+
+    for update in range(1, 9):
+        f.version = update  # a learner update: every entry is stale
+        f.rescore_stale(rescore, limit=len(f) // 2)
+        if update >= 3:
+            assert len(last) == len(rows) and min(last.values()) >= update - 2, update
+    best = drain_entries(f)[:10]
+    assert [e.url for e in best] == [f"http://deep.example/{i}" for i in range(10)]
+
+
 def test_raw_runs_never_hold_more_records_than_deflate_from():
     """Runs written below ``deflate_from`` entries stay raw; once the frontier is past it, every
     run written (spills, merges, prunes, background re-scoring) is deflated, and the raw records
@@ -800,10 +834,10 @@ def lots_within(host, max_lots, version):
 
 @pytest.mark.parametrize("max_lots", [runs.MAX_LOTS, 3])
 @pytest.mark.parametrize("deflate_from", [0, 10**9])
-def test_a_deep_host_is_rescored_a_bounded_part_at_a_time_best_first(deflate_from, max_lots, monkeypatch):
+def test_a_deep_host_is_rescored_a_bounded_part_at_a_time(deflate_from, max_lots, monkeypatch):
     """A host bigger than a call's limit is not re-scored whole in one call (a host with 10^5 queued
-    URLs held the reactor ~5 s on every learner update): each call takes its best stale entries (a
-    block more at most), the next calls go on with it. Pops and pushes between the calls keep exact
+    URLs held the reactor ~5 s on every learner update): each call takes its longest-stale entries
+    (a block more at most), the next calls go on with it. Pops and pushes between the calls keep exact
     priority order, rich and packed entries come through whole, and no entry is lost or doubled."""
     monkeypatch.setattr(runs, "MAX_LOTS", max_lots)  # 3: the cap on lots is reached often
     f = Frontier(codec=BytesCodec(), deflate_from=deflate_from)

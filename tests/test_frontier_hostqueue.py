@@ -145,7 +145,7 @@ def test_stale_records_are_found_in_the_hot_heap_and_in_the_runs():
 
 
 @pytest.mark.parametrize("deflate", [True, False])
-def test_a_deep_queue_is_rescored_a_bounded_part_at_a_time_best_first(deflate):
+def test_a_deep_queue_is_rescored_a_bounded_part_at_a_time(deflate):
     rng = random.Random(3)
     q = MemoryHostQueue()
     records = [record(rng.random()) for _ in range(5000)]
@@ -165,11 +165,34 @@ def test_a_deep_queue_is_rescored_a_bounded_part_at_a_time_best_first(deflate):
         assert not q.has_stale(version) or q.size() == 5020
     assert len(calls) >= 7 and sum(calls) == 5020 == len(seen) and q.size() == 5020
     assert any(run.lot for run in q.cold_runs())
-    # the best stale records went first: the first call took the best hot ones and best blocks
+    # every record re-scored once, none lost or doubled
     drained = drain(q)
     assert all(record_version(r) == 1 for r in drained)
     assert sorted(record_priority(r) for r in drained) == sorted(1.0 - record_priority(r) for r in records + rich)
     assert len(list(q.kept_entries())) == 20
+
+
+
+@pytest.mark.parametrize("deflate", [True, False])
+def test_a_deep_queue_reaches_every_stale_record_while_versions_move(deflate):
+    """Parts of a deep queue taken while the version moves on between them (a learner update
+    between two background passes) reach every record, the worst-stored among them, within about
+    size / part calls: each part is the longest-stale records (best first, every part was the same
+    best records, stale again, and the worst were never re-scored)."""
+    q = MemoryHostQueue()
+    records = [record(0.0001 * i, version=1) for i in range(3000)]
+    for r in records:
+        q.push(r, deflate)
+    rescored = set()
+
+    def restamp_all(batch):
+        rescored.update(r[FLAG + 1:] for r in batch)  # the URL: what survives a new header
+        return [restamp(r, 0.5 + record_priority(r), next(_seq), version) for r in batch]
+
+    for version in range(2, 9):
+        done = q.rescore_part(600, VERSION.pack(version), restamp_all, deflate)
+        assert 600 <= done <= 600 + BLOCK
+    assert rescored == {r[FLAG + 1:] for r in records} and q.size() == 3000
 
 
 def test_kept_objects_are_handed_back_and_forgotten():

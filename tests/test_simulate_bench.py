@@ -244,3 +244,32 @@ def test_the_page_oracle_is_its_three_parts(demo_web, demo_files, demo_model):
     for part in ("hits", "parent", "rewards"):
         runs = [sim.simulate(web, model, relevance, demo_web.seeds, 80, 8, 0.25, 1, part) for _ in (1, 2)]
         assert runs[0] == runs[1] and len(runs[0]) == 80, part
+
+
+def test_the_simulation_obeys_the_recorded_robots_txt(demo_web, demo_files, demo_model, monkeypatch, tmp_path):
+    """The demo web's robots.txt files disallow /private/ on three hosts, with relevant pages behind
+    it: the crawler never requests them, so neither does the simulation (it fetched them, and its
+    recall on the demo web stood ~0.05 over what any polite crawl can reach). The cached web reads
+    the same robots.txt files back."""
+    sim = load_bench("simulate")
+    web = sim.Web(demo_files["warc"], None)
+    assert web.robots and not web.allowed("http://www.skywatch-journal.test/private/a.html")
+    assert web.allowed("http://www.skywatch-journal.test/a.html") and web.allowed("http://unknown.test/private/")
+    cached = sim.Web.cached(demo_files["warc"], None, tmp_path)
+    again = sim.Web.cached(demo_files["warc"], None, tmp_path)
+    assert cached.robots == again.robots == web.robots
+    model = TopicModel.load(demo_model)
+    relevance = Relevance(load_labels(demo_files["labels"]), [demo_web.topic], web.same)
+    requested = []
+    observe = sim.LinkRewardLearner.observe
+    monkeypatch.setattr(sim.LinkRewardLearner, "observe",
+                        lambda self, url, *args: requested.append(url) or observe(self, url, *args))
+
+    def private_requests(robots):
+        web.use_robots(robots)
+        requested.clear()
+        sim.simulate(web, model, relevance, demo_web.seeds, 400, 8, 0.25, 1)
+        return sum("/private/" in url for url in requested)
+
+    assert private_requests(again.robots) == 0
+    assert private_requests({}) > 0  # without them, the pages behind are found and fetched

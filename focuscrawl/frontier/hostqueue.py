@@ -163,24 +163,33 @@ class MemoryHostQueue:
         self.cold.add_run(records[keep:], deflate)
 
     def rescore_part(self, budget: int, version: bytes, restamp: Restamp, deflate: bool) -> int:
-        """Stale hot records first (re-scored in place), then the best blocks of the stale cold
-        runs, which become a lot (``runs.ColdRuns.rescore_best``)."""
-        heap = self.heap
-        hot = sorted(r for r in heap if r[KEY:FLAG] != version)[:budget]
-        if hot:
-            taken = set(hot)
-            self.heap = heap = [r for r in heap if r not in taken] + restamp(hot)
-            heapq.heapify(heap)
-        done = len(hot)
+        """The longest-stale records first: the stale hot records scored no later than the oldest
+        stale cold run (re-scored in place), then the stale cold runs, the oldest first, which
+        become a lot (``runs.ColdRuns.rescore_stalest``), then the other stale hot records."""
+        stale_hot = sorted((r for r in self.heap if r[KEY:FLAG] != version), key=lambda r: (r[KEY:FLAG], r))
         cold = self.cold
-        if cold is not None:
-            done += cold.rescore_best(budget - done, version, restamp, deflate)
+        oldest = cold.oldest_stale(version) if cold is not None else None
+        first = stale_hot if oldest is None else [r for r in stale_hot if r[KEY:FLAG] <= oldest]
+        done = self._rescore_hot(first[:budget], restamp)
+        if cold is not None and done < budget:
+            done += cold.rescore_stalest(budget - done, version, restamp, deflate)
             if not cold.size:
                 self.cold = None
-            elif not heap or cold.head < heap[0]:
-                self._refill()  # the best cold record, better than the hot best now: hot again
+        if done < budget and len(first) < len(stale_hot):
+            done += self._rescore_hot(stale_hot[len(first):][:budget - done], restamp)
+        heap = self.heap
+        if self.cold is not None and (not heap or self.cold.head < heap[0]):
+            self._refill()  # the best cold record, better than the hot best now: hot again
         self.top = heap[0] if heap else None
         return done
+
+    def _rescore_hot(self, records: list[bytes], restamp: Restamp) -> int:
+        """Re-score ``records`` of the hot heap in place."""
+        if records:
+            taken = set(records)
+            self.heap = heap = [r for r in self.heap if r not in taken] + restamp(records)
+            heapq.heapify(heap)
+        return len(records)
 
     def keep(self, seq: int, entry: Entry) -> None:
         if self.rich is None:

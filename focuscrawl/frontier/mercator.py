@@ -267,7 +267,8 @@ class Frontier(FrontierCheckpoint):
     def rescore_stale(self, rescore: Rescorer, limit: int = 1000) -> int:
         """Background re-scoring: bring up to ``limit`` stale entries up to date, host by host
         (``rescoring.background_pass``). The next call starts after the last host this one
-        finished (round robin): every host is refreshed in turn, the big ones as often as the small."""
+        reached (round robin; a deep host done in part had its turn): every host is refreshed in
+        turn, the big ones as often as the small, a deep one its longest-stale part each turn."""
         hosts = [(h, h.q) for h in self._hosts.values() if h.q.top is not None]
         if not hosts:
             return 0

@@ -99,9 +99,10 @@ def background_pass(hosts: list[tuple[H, HostQueue]], start: int, limit: int, re
     whole host at a time, its cold records too: an entry whose value rose must surface), calling
     ``rewritten`` for each host whose records changed. Small hosts are re-scored together,
     ``RESCORE_BATCH`` entries a call: a call costs the learner more than a few entries do. A host
-    bigger than what is left of ``limit`` gets its best stale entries re-scored (a block more at
-    most) and the pass ends there, so that the next one goes on with it: never a whole deep host
-    in one pass. Returns the records re-scored and the hosts finished."""
+    bigger than what is left of ``limit`` gets its longest-stale entries re-scored (a block more
+    at most: never a whole deep host in one pass) and the pass ends there; that was its turn, and
+    the next pass begins with the hosts after it (it comes back to the deep host, whose next
+    part is then the longest stale). Returns the records re-scored and the hosts visited."""
     done = visited = 0
     version = VERSION.pack(restamper.version)
     pending: list[tuple[H, HostQueue, list[bytes], list[bytes]]] = []  # (host, queue, fresh, stale records)
@@ -118,6 +119,10 @@ def background_pass(hosts: list[tuple[H, HostQueue]], start: int, limit: int, re
             pending, waiting = [], 0
             done += q.rescore_part(limit - done, version, restamper.of(q), deflate)
             rewritten(h)
+            # its turn, though only a part: the pass after this one begins with the hosts after it
+            # (a learner update makes every record stale again, so going on with this host would
+            # re-score it, and never them, as long as it is bigger than a pass)
+            visited += 1
             break
         visited += 1
         fresh, stale = by_version(q.records(), version)

@@ -16,8 +16,12 @@ push (seconds at 10^5 URLs in one host), and a push must not hold the reactor. S
 keeps about host / ``MERGE_MAX`` runs (finding the best head is O(runs), paid by a host that is
 popped once per politeness delay), and a record is rewritten a bounded number of times.
 
-Background re-scoring of a deep host takes its best stale records a part at a time and writes
-them back as *lots*: runs of their own, before the spills' runs, merged only with each other.
+Background re-scoring of a deep host takes its longest-stale records a part at a time (the run
+scored under the oldest version first, its best blocks first) and writes them back as *lots*: runs
+of their own, before the spills' runs, merged only with each other. Oldest first, not best first:
+a record's stored priority is what it was worth when last scored, so best first re-scored the same
+top part of a host on every learner update and never reached a record queued at a moment the
+learner thought little of it, however much it came to be worth since.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ class Run:
     of which is inflated (``front``, best record last) once a record is taken from it. With
     ``deflate`` false the blocks are the records' lists themselves."""
 
-    __slots__ = ("blocks", "front", "size", "version", "deflated", "lot")
+    __slots__ = ("blocks", "front", "size", "version", "oldest", "deflated", "lot")
 
     def __init__(self, records: list[bytes], deflate: bool = True, lot: bool = False) -> None:
         self.size = len(records)
@@ -50,6 +54,9 @@ class Run:
         # the version every record shares, if they do: background re-scoring skips fresh runs
         version = records[0][KEY:FLAG]
         self.version = version if all(r[KEY:FLAG] == version for r in records) else None
+        # the oldest version a record was scored under (versions count up from 0, so their packed
+        # bytes sort as they do): a bound that taking records out leaves true
+        self.oldest = version if self.version is not None else min(r[KEY:FLAG] for r in records)
 
     def _close(self, records: list[bytes]) -> bytes | list[bytes]:
         return pack_block(records) if self.deflated else records
@@ -242,16 +249,22 @@ class ColdRuns:
         for run in self.runs:
             run.stored(loose, blocks)
 
-    def rescore_best(self, budget: int, version: bytes, restamp: Restamp, deflate: bool) -> int:
-        """Re-score about ``budget`` stale records, the best first: the best blocks of the stale
-        runs (runs known to be fresh are skipped), written back as a lot. Returns the records
-        re-scored."""
+    def oldest_stale(self, version: bytes) -> bytes | None:
+        """The oldest version a stale run's records may be scored under (None: every run is fresh)."""
+        return min((run.oldest for run in self.runs if run.version != version), default=None)
+
+    def rescore_stalest(self, budget: int, version: bytes, restamp: Restamp, deflate: bool) -> int:
+        """Re-score about ``budget`` stale records, the longest stale first: the best blocks of the
+        stale run scored under the oldest version (runs known to be fresh are skipped), then of the
+        next, written back as a lot. A run bigger than the budget is taken a part at a time, so
+        every stale record is reached within a bounded number of calls however the learner moves
+        between them. Returns the records re-scored."""
         runs, done, lot = self.runs, 0, []
         while done < budget:
             stale_runs = [run for run in runs if run.version != version]
             if not stale_runs:
                 break
-            run = min(stale_runs, key=Run.head)
+            run = min(stale_runs, key=lambda run: (run.oldest, run.head()))
             taken = run.take_best(budget - done)
             if not run.size:
                 runs.remove(run)

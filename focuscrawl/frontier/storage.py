@@ -73,7 +73,9 @@ class HostQueue(Protocol):
 
     def rescore_part(self, budget: int, version: bytes, restamp: Restamp, deflate: bool) -> int:
         """Re-score about ``budget`` (a block or so more at most) of the stale records (not of
-        ``version``), the best first, by ``restamp``; the rest stay as they are, for a later call.
+        ``version``), the longest stale first (those scored under the oldest version), by
+        ``restamp``; the rest stay as they are, for a later call: every stale record is reached
+        within a bounded number of calls, whatever its stored priority.
         Returns the records re-scored. A backend that can afford a whole deep host at once may
         re-score them all."""
 
