@@ -19,8 +19,8 @@ next, comes back as that same object (a request held back and tried again is not
 
 Re-scoring is lazy: every entry carries the scorer ``version`` it was scored under; when
 ``version`` moves on, stale entries are re-scored as they reach the top of their host queue and in
-bounded background batches (``rescore_stale``: whole hosts, or a deep host a part at a time, best
-first), never by a full scan on the hot path.
+bounded background batches (``rescore_stale``: whole hosts, or a deep host a part at a time, longest
+stale first), never by a full scan on the hot path.
 
 Checkpoints take the records as they are stored, since decoding 10^6 packed entries (and packing
 them again) takes minutes: ``stored`` hands over each host's compact and packed records (loose
