@@ -222,12 +222,80 @@ def test_background_rescoring_goes_on_where_a_bounded_call_stopped(make):
     a.version = 1
     same = lambda entries: [e.priority for e in entries]  # noqa: E731
     done = [a.rescore_stale(same, limit=4) for _ in range(9)]
-    # four records a call, the last host of a call giving its best ones and the next call going on
-    # with it: every record once, then nothing left
+    # four records a call; the last host of a call, taken in part, has had its turn: the next call
+    # goes on with the hosts after it, and the next round over the hosts takes the rest (these
+    # calls keep the version, so the rest is all a host has stale): every record once, then nothing
     assert done == [4, 4, 4, 4, 4, 4, 4, 2, 0] and a.rescored == 30
     a.flush()
     for h in hosts:
         assert [e.version for e in a.queued(h)] == [1, 1, 1]
+
+
+def test_a_host_taken_in_part_gives_its_longest_stale_records_and_has_had_its_turn(make):
+    a = make("a")
+    # (priority, version): the stale ones scored under the oldest version first, then the best of
+    # the next version; the fresh one and the best stale one, scored the latest, wait
+    for name, priority, version in [("a", 0.9, 2), ("b", 0.8, 0), ("c", 0.7, 1), ("d", 0.6, 0), ("e", 0.5, 3),
+                                    ("f", 0.4, 1)]:
+        a.push("deep", entry(f"http://deep/{name}", priority, version))
+    a.push("next", entry("http://next/a", 0.5))
+    for _ in range(3):
+        a.version += 1  # three learner updates: version 3
+    a.flush()
+    seen = []
+
+    def rescore(entries):
+        seen.append(sorted(e.url.removeprefix("http://") for e in entries))
+        return [e.priority for e in entries]
+
+    assert a.rescore_stale(rescore, limit=3) == 3
+    assert seen == [["deep/b", "deep/c", "deep/d"]]
+    # the deep host had its turn: the next call re-scores the host after it, then comes back
+    assert a.rescore_stale(rescore, limit=3) == 1 and seen[-1] == ["next/a"]
+    assert a.rescore_stale(rescore, limit=3) == 2 and seen[-1] == ["deep/a", "deep/f"]
+    a.flush()
+    assert sorted(e.version for e in a.queued("deep")) == [3] * 6
+
+
+def test_background_rescoring_reaches_every_record_of_a_deep_host(make):
+    """As the in-process frontier's pass (``test_frontier.py``): a host bigger than a call (here
+    600 of 800 records, a call of half the frontier per learner update) gives its longest-stale
+    records first, and its partial turn is a turn: the hosts after it are re-scored too. So no
+    record in a host's window stays stale for more than a few updates, and one queued when the
+    learner thought little of it surfaces once it is worth more. (Best first re-scored the same
+    top part of the deep host on every update, the cursor stayed on it, and its worst records and
+    every host after it kept their old priorities for good.)"""
+    from focuscrawl.distributed.frontier import RESCORE_DEPTH
+
+    a = make("a")
+    deep = [f"http://deep/{i}" for i in range(600)]
+    assert len(deep) < RESCORE_DEPTH  # all in the host's window
+    for i, url in enumerate(deep):
+        a.push("deep", entry(url, i / 600))
+    urls = list(deep)
+    for h in ("h1", "h2"):
+        for i in range(100):
+            a.push(h, entry(f"http://{h}/{i}", 0.5))
+            urls.append(f"http://{h}/{i}")
+    a.flush()
+    last = {}  # url -> the update it was last re-scored at
+    update = 0
+
+    def rescore(entries):
+        for e in entries:
+            last[e.url] = update
+        # the deep host's worst records are now worth the most
+        return [1.5 - int(e.url.rsplit("/", 1)[1]) / 600 if e.url.startswith("http://deep/") else 0.5
+                for e in entries]
+
+    for update in range(1, 13):
+        a.version = update  # a learner update: every record is stale
+        a.rescore_stale(rescore, limit=len(urls) // 2)
+        a.flush()
+        if update >= 4:
+            assert len(last) == len(urls) and min(last.values()) >= update - 3, update
+    assert a.size() == len(urls)
+    assert drain(a)[:10] == [f"http://deep/{i}" for i in range(10)]
 
 
 def test_background_rescoring_refiles_the_best_hosts(make):

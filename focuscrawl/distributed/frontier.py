@@ -14,8 +14,9 @@ heartbeat), the seq numbers it stamps records with (taken from Redis a block at 
 records are unique across workers), and nothing else: any worker can stop and another take over.
 
 Re-scoring stays lazy and bounded: an entry is re-scored when it reaches the top of a host its
-worker holds (under the worker's learner version), and a background pass re-scores the tops of
-the best ready hosts a few at a time. A page released for fetching becomes the worker's *work*
+worker holds (under the worker's learner version), and a background pass re-scores the stale
+records among each host's best ``RESCORE_DEPTH``, host after host, a host with more of them than
+the pass has room for its longest-stale part a turn. A page released for fetching becomes the worker's *work*
 until its item is through the pipelines (``done``): if the worker dies first, the page is queued
 again, so no page's links are lost; a page fetched twice that way is counted (``stats``).
 """
@@ -49,7 +50,13 @@ logger = logging.getLogger(__name__)
 HEARTBEATS_PER_TIMEOUT = 6
 #: hosts a background re-scoring call looks at, at most, and how deep into each host's queue: as
 #: the in-process pass takes whole hosts, so that a record whose value rose since it was queued
-#: surfaces from anywhere in its host, not only from the few a pop re-scores (RESCORE_TOP)
+#: surfaces from anywhere in its host, not only from the few a pop re-scores (RESCORE_TOP).
+#: RESCORE_DEPTH is what one call reads of a host inside Redis (a script holds the server while it
+#: runs; a sorted set is read in its order, best first, and nothing finds a deep host's stale
+#: records below its top without reading them): a host's window is its best RESCORE_DEPTH records,
+#: and every stale record in it is reached within a bounded number of turns, the longest stale
+#: first. A record below the window is re-scored only once it rises into it: as the records above
+#: it are fetched, or re-scored below it. The in-process frontier reaches every record of a host.
 RESCORE_HOSTS = 64
 RESCORE_DEPTH = 4096
 #: records at the top of a popped host re-scored with it
@@ -260,9 +267,12 @@ class SharedFrontier:
     def rescore_stale(self, rescore: Rescorer, limit: int = 1000) -> int:
         """Background re-scoring, bounded: the stale records among the best ``RESCORE_DEPTH`` of
         each host, host after host (round robin over the crawl's hosts, whichever worker holds
-        them), up to ``limit`` records a call. Records another worker changed meanwhile are left
-        as they are. One round trip reads the stale records (only those: Redis sorts them out);
-        their new headers go ahead of the next command answered."""
+        them), up to ``limit`` records a call. A host with more stale records than the call has
+        room for gives its longest-stale ones (``scripts.STALE_TOPS``) and has had its turn: the
+        next call goes on with the hosts after it, as the in-process frontier's pass does. Records
+        another worker changed meanwhile are left as they are. One round trip reads the stale
+        records (only those: Redis sorts them out); their new headers go ahead of the next command
+        answered."""
         cursor, skip, scanned, newest, *found = self._run("STALE_TOPS", self._rescore_cursor, self._rescore_skip,
                                                           RESCORE_HOSTS, RESCORE_DEPTH, self.scoring.current,
                                                           max(1, limit))

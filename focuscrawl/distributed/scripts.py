@@ -283,10 +283,15 @@ return {1, ref and redis.call('HGET', P .. 'blobs', ref) or false}
 #: VERSION, HOST, {RECORD...}, ...}: an HSCAN step over the crawl's hosts (its first SKIP hosts
 #: left out) and, for each host with any, the records among its DEPTH best scored under a version
 #: older than VERSION, best first (the background re-scoring's; NEWEST VERSION: the newest a record
-#: carried, -1 if none). It stops once WANT stale records are found (the last host gives its best
-#: ones) or 8 WANT records were read; the CURSOR and SKIP returned go on from there (the same step,
-#: past the hosts read, when it stopped inside one; at the last host, when it gave only its best
-#: stale records). Fresh records never leave Redis.
+#: carried, -1 if none). It stops once WANT stale records are found or 8 WANT records were read. A
+#: host with more stale records than are still wanted gives its longest-stale ones (scored under
+#: the oldest versions; among those of one version, the best), as the in-process frontier's partial
+#: pass does (``frontier/rescoring.py``): best first, every learner update would make the same top
+#: part stale again and the records queued at a low moment would never be reached. That was the
+#: host's turn, though only a part: the CURSOR and SKIP returned go on with the hosts after it
+#: (the same step, past the hosts read, when it stopped inside one; the next step at its end), and
+#: the host's rest, the longest stale then, is taken when the scan comes back to it. Fresh records
+#: never leave Redis.
 STALE_TOPS = _COMMON + """
 local page = redis.call('HSCAN', P .. 'state', ARGV[2], 'COUNT', tonumber(ARGV[4]))
 local items = page[2]
@@ -294,11 +299,10 @@ local skip = tonumber(ARGV[3])
 local depth, version, want = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local out = {page[1], 0, 0, -1}
 local newest, found, read, scanned = -1, 0, 0, 0
-local capped = false  -- the last host read had more stale records than were taken
 for i = 2 * skip + 1, #items, 2 do
   if found >= want or read >= 8 * want then break end
   local h = items[i]
-  local stale = {}
+  local stale, ages = {}, {}  -- the host's stale records, best first, and their versions
   local recs = redis.call('ZRANGE', P .. 'q:' .. h, 0, depth - 1)
   read = read + #recs
   scanned = scanned + 1
@@ -306,22 +310,52 @@ for i = 2 * skip + 1, #items, 2 do
     local v = version_of(rec)
     if v > newest then newest = v end
     if v < version then
-      if found < want then
-        stale[#stale + 1] = rec
-        found = found + 1
-      else
-        capped = true
-      end
+      stale[#stale + 1] = rec
+      ages[#ages + 1] = v
     end
   end
+  local room = want - found
+  if #stale > room then
+    -- the ROOM longest stale: every record of a version older than the one ROOM reaches into,
+    -- and the best of that one (counted by version: a host's window holds few of them)
+    local count, versions = {}, {}
+    for _, v in ipairs(ages) do
+      if not count[v] then
+        count[v] = 0
+        versions[#versions + 1] = v
+      end
+      count[v] = count[v] + 1
+    end
+    table.sort(versions)
+    local last, left = nil, room
+    for _, v in ipairs(versions) do
+      if count[v] >= left then
+        last = v
+        break
+      end
+      left = left - count[v]
+    end
+    local taken = {}
+    for j, rec in ipairs(stale) do
+      local v = ages[j]
+      if v < last then
+        taken[#taken + 1] = rec
+      elseif v == last and left > 0 then
+        taken[#taken + 1] = rec
+        left = left - 1
+      end
+    end
+    stale = taken
+  end
   if #stale > 0 then
+    found = found + #stale
     out[#out + 1] = h
     out[#out + 1] = stale
   end
 end
-if capped or 2 * (skip + scanned) < #items then
-  -- stopped inside the step: this step again, from the host whose stale records were not all taken
-  out[1], out[2] = ARGV[2], skip + scanned - (capped and 1 or 0)
+if 2 * (skip + scanned) < #items then
+  -- stopped inside the step: this step again, past the hosts read (a host taken in part included)
+  out[1], out[2] = ARGV[2], skip + scanned
 end
 out[3], out[4] = scanned, newest
 return out
