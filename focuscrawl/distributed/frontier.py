@@ -266,13 +266,11 @@ class SharedFrontier:
 
     def rescore_stale(self, rescore: Rescorer, limit: int = 1000) -> int:
         """Background re-scoring, bounded: the stale records among the best ``RESCORE_DEPTH`` of
-        each host, host after host (round robin over the crawl's hosts, whichever worker holds
-        them), up to ``limit`` records a call. A host with more stale records than the call has
-        room for gives its longest-stale ones (``scripts.STALE_TOPS``) and has had its turn: the
-        next call goes on with the hosts after it, as the in-process frontier's pass does. Records
-        another worker changed meanwhile are left as they are. One round trip reads the stale
-        records (only those: Redis sorts them out); their new headers go ahead of the next command
-        answered."""
+        each host, host after host (round robin, whichever worker holds them), up to ``limit`` a
+        call; a host with more gives its longest-stale ones and has had its turn
+        (``scripts.STALE_TOPS``), as in the in-process frontier. Records another worker changed
+        meanwhile are left as they are. One round trip reads the stale records (only those);
+        their new headers go ahead of the next command answered."""
         cursor, skip, scanned, newest, *found = self._run("STALE_TOPS", self._rescore_cursor, self._rescore_skip,
                                                           RESCORE_HOSTS, RESCORE_DEPTH, self.scoring.current,
                                                           max(1, limit))
