@@ -28,7 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from page_ranking import each_topic, host_of, labelled_pages, ranking_row, screen_arguments  # noqa: E402
 
 from focuscrawl.relevance import TopicModel  # noqa: E402
-from focuscrawl.relevance.compounds import CompoundReader  # noqa: E402
 from focuscrawl.relevance.model import model_document  # noqa: E402
 
 
@@ -36,7 +35,6 @@ def screen(web, parsed, topic) -> list[dict]:
     train = re.compile(web.train_hosts)
     keys, y = labelled_pages(web, parsed, topic, lambda key: not train.search(host_of(key)))
     model = TopicModel.load(web.cache("models", f"{topic.name}.joblib"))
-    reader = CompoundReader.for_pipeline(model.pipeline)
     pages = [parsed.pages[k] for k in keys]
     # as written: the model's pipeline on the page's words (what the model read before read_page)
     started = time.process_time()
@@ -44,7 +42,7 @@ def screen(web, parsed, topic) -> list[dict]:
     scoring = (time.process_time() - started) / max(len(pages), 1) * 1000
     started = time.process_time()
     for title, text, _ in pages:
-        reader(title or ""), reader(text or "")
+        model.read_page(title, text)
     cost = (time.process_time() - started) / max(len(pages), 1) * 1000
     compounds = [model.score_page(title, text, links) for title, text, links in pages]  # read_page's reading
     return [ranking_row(y, scores, model.even_odds_score, topic=topic.name, reading=name, ms=ms)

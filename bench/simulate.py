@@ -116,19 +116,10 @@ SPEND = ("new relevant", "relevant again", "other page", "redirect", "nothing")
 VARIANTS = ("off", "no-bonus", "frozen", "no-words")
 
 
-def recorded_robots(warc: Path) -> dict[str, str]:
-    """{host: robots.txt text} of the robots.txt files a WARC recorded with a 2xx answer."""
-    from warcio.archiveiterator import ArchiveIterator
-
-    found = {}
-    with Path(warc).open("rb") as handle:
-        for record in ArchiveIterator(handle):
-            if record.rec_type != "response" or record.http_headers is None:
-                continue
-            url = record.rec_headers.get_header("WARC-Target-URI") or ""
-            if url.endswith("/robots.txt") and record.http_headers.get_statuscode().startswith("2"):
-                found[host_key(url)] = record.content_stream().read().decode("utf-8", "replace")
-    return found
+def recorded_robots(recorded: RecordedWeb) -> dict[str, str]:
+    """{host: robots.txt text} of the robots.txt files a recorded web answered with a 2xx."""
+    return {host_key(resp.url): resp.body.decode("utf-8", "replace") for resp in recorded
+            if resp.url.endswith("/robots.txt") and 200 <= resp.status < 300}
 
 
 class Web:
@@ -163,7 +154,7 @@ class Web:
             if robots.is_file() and robots.stat().st_mtime >= Path(warc).stat().st_mtime:
                 web.use_robots(json.loads(robots.read_text(encoding="utf-8")))
             else:
-                web.use_robots(recorded_robots(warc))
+                web.use_robots(recorded_robots(RecordedWeb.from_warcs([warc])))  # a pickle kept without them
                 robots.write_text(json.dumps(web.robots), encoding="utf-8")
             return web
         web = cls(warc, aliases)
@@ -178,7 +169,7 @@ class Web:
 
     def __init__(self, warc: Path, aliases: Path | None):
         recorded = RecordedWeb.from_warcs([warc])
-        self.use_robots(recorded_robots(warc))
+        self.use_robots(recorded_robots(recorded))
         self.graph = LinkGraph.from_web(recorded)
         self.same = SamePage.for_graph(self.graph, load_aliases(aliases) if aliases else [])
         self.pages = {}

@@ -51,12 +51,12 @@ class Run:
         self.lot = lot  # records a background pass re-scored in part (``ColdRuns.add_lot``)
         self.blocks = [self._close(records[i:i + BLOCK]) for i in reversed(range(0, len(records), BLOCK))]
         self.front: list[bytes] | None = None
+        versions = {r[KEY:FLAG] for r in records}
         # the version every record shares, if they do: background re-scoring skips fresh runs
-        version = records[0][KEY:FLAG]
-        self.version = version if all(r[KEY:FLAG] == version for r in records) else None
+        self.version = next(iter(versions)) if len(versions) == 1 else None
         # the oldest version a record was scored under (versions count up from 0, so their packed
         # bytes sort as they do): a bound that taking records out leaves true
-        self.oldest = version if self.version is not None else min(r[KEY:FLAG] for r in records)
+        self.oldest = min(versions)
 
     def _close(self, records: list[bytes]) -> bytes | list[bytes]:
         return pack_block(records) if self.deflated else records
