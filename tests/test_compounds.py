@@ -79,7 +79,7 @@ def test_a_model_declares_how_it_reads_pages(tmp_path):
     off = [("Install", "download package install build")] * 2
     pipeline = build_pipeline(4).fit([model_document(t, x) for t, x in on + off], [1, 1, 0, 0])
     trained = TopicModel(pipeline, {})
-    assert trained.page_reading == "compounds"
+    assert trained.page_reading == "compounds" and trained.labelled_off_topic  # a model that does not say
     words = build_query_model("student graduate advisor", background_docs=["software package"] * 3)
     assert words.page_reading == "written"
     old = tmp_path / "old.joblib"

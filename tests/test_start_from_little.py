@@ -59,7 +59,7 @@ def test_on_topic_examples_alone_are_contrasted_with_the_background():
     assert report["off_topic"]["kind"] == "background" and "Debian" in report["off_topic"]["source"]
     assert report["n_positive"] == 10 and report["n_negative"] == len(load_background())
     assert report["examples_per_class"]["background"] == report["n_negative"]
-    assert model.even_odds_score == 0.5
+    assert model.even_odds_score == 0.5 and not model.labelled_off_topic
     assert model.score("CS 1", page(COURSE, rng)) > model.score("Jane", page(PEOPLE, rng))
     assert not grows_by_default(model)  # unless asked (scrapy train --grow)
     model.metadata["grow"] = True
@@ -76,6 +76,7 @@ def test_query_terms_read_as_the_vectorizer_reads():
 
 def test_a_query_model_scores_by_the_share_of_the_query_a_page_uses():
     model = build_query_model("course syllabus lecture homework", background_docs=["a course about software"] * 5)
+    assert not model.labelled_off_topic
     none = model.score("Jane", "my research interests and publications")
     one = model.score("", "the syllabus")
     two = model.score("", "the syllabus and the homework")

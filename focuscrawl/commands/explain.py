@@ -338,7 +338,7 @@ def _crawl_model(store) -> tuple[Any, str]:
     if grown:
         note += (f", grown by the crawl from its pages in {len(model.metadata.get('grown') or [])} round(s): "
                  "pages scored before its last round were scored by an earlier model")
-    elif (model.metadata.get("off_topic") or {}).get("kind") in ("query", "background"):
+    elif not model.labelled_off_topic:
         note += " (as it was at the start: the crawl did not grow it, FOCUS_GROW_MODEL)"
     return model, note
 

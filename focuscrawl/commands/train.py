@@ -117,7 +117,7 @@ class Command(FocusCommand):
             base = TopicModel.load(base_path) if base_path else None
         except ModelError as exc:
             raise CommandError(str(exc)) from None
-        if base is not None and (base.metadata.get("off_topic") or {}).get("kind") in ("query", "background"):
+        if base is not None and not base.labelled_off_topic:
             return self._from_crawl(args, opts, base, base_path, output, folds)
         if base is not None:
             if not base.metadata.get("sources"):

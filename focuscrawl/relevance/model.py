@@ -133,6 +133,13 @@ class TopicModel:
         return self.link_pipeline is not None and (self.metadata.get("links") or {}).get("kind") != "query"
 
     @property
+    def labelled_off_topic(self) -> bool:
+        """The model was trained against labelled off-topic pages (``metadata["off_topic"]["kind"]``
+        "examples", or a model that does not say); one made from words ("query") or from on-topic
+        pages against a background ("background") has only guessed what is off topic."""
+        return (self.metadata.get("off_topic") or {}).get("kind") not in ("query", "background")
+
+    @property
     def even_odds_score(self) -> float:
         """The score at which a page is as likely on topic as not, at the base rate the model was
         trained on. The classifier is trained class-balanced, as if half of all pages were on
